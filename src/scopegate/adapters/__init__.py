@@ -1,0 +1,1 @@
+"""Adapters translate between agent frameworks and scopegate's neutral tools."""

@@ -1,0 +1,1 @@
+"""The worked example behind ``make demo``: a synthetic ticket corpus and scripted agents."""

@@ -1,0 +1,186 @@
+"""The search tool and the fetch-by-id tool, framework-neutral.
+
+Both implement :class:`scopegate.tools.ScopedTool`: adapters (ADK, MCP) and
+the guard layer wrap them. ``run`` never raises; every failure is an envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from scopegate.backends.base import SearchBackend
+from scopegate.context import CallContext
+from scopegate.errors import (
+    BAD_QUERY,
+    INTERNAL,
+    NO_SCOPE,
+    NOT_FOUND,
+    SEARCH_UNAVAILABLE,
+    BackendError,
+    MissingIndexError,
+    tool_error,
+)
+from scopegate.scope import Scope, ScopeMissing, read_scope
+from scopegate.search.analysis import unique_terms
+from scopegate.search.model import SearchQuery, SearchRequest
+from scopegate.search.shaper import shape_document, shape_search
+from scopegate.search.spec import SearchSpec
+from scopegate.search.validate import validate_fetch_args, validate_search_args
+
+log = logging.getLogger("scopegate.search")
+
+NO_SCOPE_MESSAGE = "No tenant is set for this session, so nothing can be searched. Ask the user to sign in again."
+
+
+def _scope(spec: SearchSpec, ctx: CallContext) -> Scope:
+    return read_scope(ctx.state, spec.scope_keys, require_groups=spec.group_field is not None)
+
+
+def _backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
+    if isinstance(exc, MissingIndexError):
+        return tool_error(
+            SEARCH_UNAVAILABLE,
+            f"the search index {exc.name!r} is missing; searching is not possible right now",
+            retryable=False,
+            missing=exc.name,
+        )
+    if isinstance(exc, BackendError):
+        return tool_error(SEARCH_UNAVAILABLE, "the search engine did not answer; try again shortly", retryable=exc.retryable)
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        return tool_error(
+            SEARCH_UNAVAILABLE,
+            f"the search took longer than {spec.client_timeout_s:g}s and was abandoned; try again or narrow it",
+            retryable=True,
+        )
+    log.exception("unexpected failure in a search tool", exc_info=exc)
+    return tool_error(INTERNAL, "the search failed unexpectedly; try again later", retryable=True)
+
+
+class SearchTool:
+    """Keywords + enumerated filters + page in; ids, subjects, snippets, honest total out."""
+
+    family = "search"
+    read_only = True
+
+    def __init__(self, spec: SearchSpec, backend: SearchBackend) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.name = spec.name
+        self.description = spec.description
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.spec.json_schema()
+
+    def scope_of(self, ctx: CallContext) -> Scope | None:
+        try:
+            return _scope(self.spec, ctx)
+        except ScopeMissing:
+            return None
+
+    def build_query(self, request: SearchRequest, scope: Scope) -> SearchQuery:
+        """Request + scope + the spec's bounds. Pure."""
+        return SearchQuery(
+            text=request.query,
+            scope=scope,
+            filters=request.filters,
+            offset=(request.page - 1) * self.spec.page_size,
+            limit=self.spec.page_size,
+            track_total_up_to=self.spec.track_total_up_to,
+            engine_timeout_s=self.spec.engine_timeout_s,
+            client_timeout_s=self.spec.client_timeout_s,
+        )
+
+    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+        request = validate_search_args(self.spec, args)
+        fields: dict[str, Any] = {}
+        if isinstance(request, SearchRequest):
+            fields.update(query=" ".join(request.query.lower().split()), filters=request.filters_dict(), page=request.page)
+        if result.get("status") == "ok":
+            fields.update(
+                total=result.get("total"),
+                total_relation=result.get("total_relation"),
+                ids=[r.get(self.spec.id_field) for r in result.get("results", [])],
+                partial=bool(result.get("partial", False)),
+            )
+        else:
+            fields["error_code"] = result.get("error_code")
+        return fields
+
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+        try:
+            return await self._run(args, ctx)
+        except Exception as exc:  # noqa: BLE001 - the invariant: nothing raises into the agent loop
+            return _backend_failure(exc, self.spec)
+
+    async def _run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+        request = validate_search_args(self.spec, args)
+        if not isinstance(request, SearchRequest):
+            return request
+        try:
+            scope = _scope(self.spec, ctx)
+        except ScopeMissing:
+            return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
+        terms = unique_terms(request.query)
+        if not terms:
+            return tool_error(
+                BAD_QUERY,
+                "the query has no searchable words (punctuation and very common words are ignored); "
+                "send keywords such as an error message or code",
+            )
+        query = self.build_query(request, scope)
+        try:
+            raw = await asyncio.wait_for(self.backend.search(query), timeout=self.spec.client_timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            return _backend_failure(exc, self.spec)
+        return shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
+
+
+class FetchTool:
+    """One document by id, only inside the caller's scope; NOT_FOUND otherwise."""
+
+    family = "search"
+    read_only = True
+
+    def __init__(self, spec: SearchSpec, backend: SearchBackend) -> None:
+        self.spec = spec
+        self.backend = backend
+        self.name = spec.fetch_name
+        self.description = spec.fetch_description
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.spec.fetch_json_schema()
+
+    def scope_of(self, ctx: CallContext) -> Scope | None:
+        try:
+            return _scope(self.spec, ctx)
+        except ScopeMissing:
+            return None
+
+    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+        doc_id = args.get("id") if isinstance(args, Mapping) else None
+        fields: dict[str, Any] = {"query": str(doc_id)[:256] if doc_id is not None else None}
+        if result.get("status") == "ok":
+            fields.update(total=1, total_relation="eq", ids=[result.get(self.spec.id_field)])
+        else:
+            fields["error_code"] = result.get("error_code")
+        return fields
+
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+        try:
+            doc_id = validate_fetch_args(self.spec, args)
+            if not isinstance(doc_id, str):
+                return doc_id
+            try:
+                scope = _scope(self.spec, ctx)
+            except ScopeMissing:
+                return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
+            doc = await asyncio.wait_for(self.backend.get(doc_id, scope), timeout=self.spec.client_timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            return _backend_failure(exc, self.spec)
+        if doc is None:
+            # Same answer for "absent" and "belongs to someone else": existence is not revealed.
+            return tool_error(NOT_FOUND, f"no {self.spec.id_field} {doc_id!r} is visible to this session")
+        return shape_document(self.spec, doc)
