@@ -112,8 +112,8 @@ async def run_agent(
                 text = json.dumps(response, ensure_ascii=False)
                 print_fn(f"<- {len(text)} chars: {text}")
                 returned += [str(r.get("ticket_id")) for r in response.get("results", []) or []]
-                if response.get("status") == "ok" and "ticket_id" in response:
-                    returned.append(str(response["ticket_id"]))
+                if response.get("status") == "ok" and "document" in response:
+                    returned.append(str(response["document"].get("ticket_id")))
             elif part.text and event.is_final_response():
                 answer = part.text
                 print_fn(f"== answer: {answer}")

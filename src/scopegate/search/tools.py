@@ -163,7 +163,7 @@ class FetchTool:
         doc_id = args.get("id") if isinstance(args, Mapping) else None
         fields: dict[str, Any] = {"query": str(doc_id)[:256] if doc_id is not None else None}
         if result.get("status") == "ok":
-            fields.update(total=1, total_relation="eq", ids=[result.get(self.spec.id_field)])
+            fields.update(total=1, total_relation="eq", ids=[result.get("document", {}).get(self.spec.id_field)])
         else:
             fields["error_code"] = result.get("error_code")
         return fields

@@ -1,0 +1,191 @@
+"""The embedded engine for real: scope inside the query, totals, pages, upsert, delete, persistence."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.context import CallContext
+from scopegate.errors import MissingIndexError
+from scopegate.scope import Scope, ScopeKeys
+from scopegate.search.analysis import analyze
+from scopegate.search.spec import KeywordFilter, SearchSpec, TextField
+from scopegate.search.tools import FetchTool, SearchTool
+
+
+def ctx(tenant: str | None, **extra: Any) -> CallContext:
+    state = {"tenant_id": tenant} if tenant is not None else {}
+    state.update(extra)
+    return CallContext(state=state)
+
+
+def brute_force_total(tickets: list[dict[str, Any]], tenant: str, query: str, **filters: str) -> int:
+    terms = set(analyze(query))
+    count = 0
+    for t in tickets:
+        if t["tenant_id"] != tenant or any(t.get(k) != v for k, v in filters.items()):
+            continue
+        if terms & set(analyze(t["subject"] + " " + t["body"])):
+            count += 1
+    return count
+
+
+async def test_totals_are_per_tenant_and_exact(embedded: EmbeddedBackend, tickets: list[dict[str, Any]]) -> None:
+    tool = SearchTool(embedded.spec, embedded)
+    for tenant in ("acme", "globex"):
+        out = await tool.run({"query": "apple pay refund failed", "product": "payments"}, ctx(tenant))
+        assert out["status"] == "ok"
+        assert out["total"] == brute_force_total(tickets, tenant, "apple pay refund failed", product="payments")
+        assert out["total_relation"] == "eq"
+        assert all(r["ticket_id"].startswith(tenant[:3].upper()) for r in out["results"])
+        assert all(r["product"] == "payments" for r in out["results"])
+
+
+async def test_error_codes_are_one_token(embedded: EmbeddedBackend, tickets: list[dict[str, Any]]) -> None:
+    tool = SearchTool(embedded.spec, embedded)
+    for code in ("E4012", "card_declined", "PSP-502"):
+        out = await tool.run({"query": code}, ctx("acme"))
+        assert out["total"] == brute_force_total(tickets, "acme", code) > 0, code
+    # card_declined must not match tickets that merely say "card" and "declined" apart.
+    declined_apart = [t for t in tickets if t["tenant_id"] == "acme" and "card_declined" not in t["body"]
+                      and "card" in t["body"] and "declined" in t["body"]]
+    out = await tool.run({"query": "card_declined", "page": 1}, ctx("acme"))
+    assert not {r["ticket_id"] for r in out["results"]} & {t["ticket_id"] for t in declined_apart}
+
+
+async def test_pages_do_not_overlap_and_stop(embedded: EmbeddedBackend) -> None:
+    tool = SearchTool(embedded.spec, embedded)
+    seen: list[str] = []
+    page: int | None = 1
+    while page:
+        out = await tool.run({"query": "refund", "page": page}, ctx("acme"))
+        seen += [r["ticket_id"] for r in out["results"]]
+        page = out["next_page"]
+    assert len(seen) == len(set(seen)) == 20
+
+
+async def test_no_scope(embedded: EmbeddedBackend) -> None:
+    for state in ({}, {"tenant_id": ""}, {"tenant_id": "   "}, {"tenant_id": None}):
+        out = await SearchTool(embedded.spec, embedded).run({"query": "refund"}, CallContext(state=state))
+        assert out["error_code"] == "NO_SCOPE"
+        out = await FetchTool(embedded.spec, embedded).run({"id": "ACM-00001"}, CallContext(state=state))
+        assert out["error_code"] == "NO_SCOPE"
+
+
+async def test_query_without_words_is_bad_query(embedded: EmbeddedBackend) -> None:
+    out = await SearchTool(embedded.spec, embedded).run({"query": "* OR :"}, ctx("acme"))
+    assert out["error_code"] == "BAD_QUERY"
+
+
+async def test_fetch_in_and_out_of_scope_look_the_same(embedded: EmbeddedBackend) -> None:
+    tool = FetchTool(embedded.spec, embedded)
+    mine = await tool.run({"id": "ACM-00001"}, ctx("acme"))
+    assert mine["status"] == "ok" and mine["document"]["ticket_id"] == "ACM-00001"
+    assert "tenant_id" not in mine["document"] and mine["document"]["status"] in {"open", "pending", "solved", "closed"}
+    other = await tool.run({"id": "GLO-00001"}, ctx("acme"))
+    absent = await tool.run({"id": "GLO-99999"}, ctx("acme"))
+    assert other["error_code"] == absent["error_code"] == "NOT_FOUND"
+    assert other["message"].replace("GLO-00001", "X") == absent["message"].replace("GLO-99999", "X")
+
+
+async def test_engine_calls_run_off_the_event_loop(embedded: EmbeddedBackend) -> None:
+    threads: list[int] = []
+    original = embedded.search_sync
+
+    def spy(query: Any) -> Any:
+        threads.append(threading.get_ident())
+        return original(query)
+
+    embedded.search_sync = spy  # type: ignore[method-assign]
+    try:
+        await SearchTool(embedded.spec, embedded).run({"query": "refund"}, ctx("acme"))
+    finally:
+        del embedded.search_sync
+    assert threads and threads[0] != threading.get_ident()
+
+
+def _mini_spec(**kw: Any) -> SearchSpec:
+    return SearchSpec(
+        name="search_docs", description="d", text_fields=(TextField("subject", 3), TextField("body")),
+        filters=(KeywordFilter("product", ("a", "b")),), id_field="doc_id", result_fields=("subject",),
+        fetch_name="get_doc", **kw,
+    )
+
+
+def test_upsert_is_idempotent_and_updates(tmp_path: Path) -> None:
+    backend = EmbeddedBackend(_mini_spec(), tmp_path / "idx")
+    docs = [{"doc_id": f"d{i}", "tenant_id": "t", "product": "a", "subject": "alpha", "body": "one"} for i in range(50)]
+    backend.ingest_sync(docs, batch_size=7)
+    backend.ingest_sync(docs, batch_size=7)
+    assert backend.count_sync() == 50
+    backend.ingest_sync([{**docs[0], "subject": "beta"}])
+    assert backend.count_sync() == 50
+    assert backend.get_sync("d0", Scope("t"))["subject"] == "beta"  # type: ignore[index]
+    assert backend.delete_sync(["d1", "d2", "nope"]) == 3
+    assert backend.count_sync() == 48
+    assert backend.get_sync("d1", Scope("t")) is None
+
+
+def test_bad_records_are_reported_not_fatal(tmp_path: Path) -> None:
+    backend = EmbeddedBackend(_mini_spec(), tmp_path / "idx")
+    report = backend.ingest_sync(
+        [{"doc_id": "ok", "tenant_id": "t", "body": "x"}, {"doc_id": "", "tenant_id": "t"}, {"doc_id": "x", "body": "y"}]
+    )
+    assert report.indexed == 1 and report.failed == 2
+    assert {reason for _, reason in report.errors} == {"missing doc_id", "missing tenant_id"}
+
+
+async def test_persistence_and_open(tmp_path: Path) -> None:
+    path = tmp_path / "idx"
+    backend = EmbeddedBackend(_mini_spec(), path)
+    backend.ingest_sync([{"doc_id": "d1", "tenant_id": "t", "subject": "refund failed", "body": "E4012"}])
+    gen1 = await backend.generation()
+    await backend.close()
+    reopened = EmbeddedBackend.open(path)
+    assert reopened.spec == _mini_spec()
+    out = await SearchTool(reopened.spec, reopened).run({"query": "E4012"}, ctx("t"))
+    assert out["total"] == 1
+    reopened.ingest_sync([{"doc_id": "d2", "tenant_id": "t", "body": "more"}])
+    assert await reopened.generation() != gen1
+    with pytest.raises(MissingIndexError):
+        EmbeddedBackend.open(tmp_path / "missing")
+
+
+async def test_groups_scope(tmp_path: Path) -> None:
+    spec = _mini_spec(group_field="group_ids", scope_keys=ScopeKeys(groups="groups"))
+    backend = EmbeddedBackend(spec, tmp_path / "idx")
+    backend.ingest_sync([
+        {"doc_id": "g1", "tenant_id": "t", "group_ids": ["sales"], "body": "refund"},
+        {"doc_id": "g2", "tenant_id": "t", "group_ids": ["support", "sales"], "body": "refund"},
+        {"doc_id": "g3", "tenant_id": "t", "group_ids": ["legal"], "body": "refund"},
+    ])
+    tool = SearchTool(spec, backend)
+    out = await tool.run({"query": "refund"}, ctx("t", groups=["support"]))
+    assert [r["doc_id"] for r in out["results"]] == ["g2"] and out["total"] == 1
+    out = await tool.run({"query": "refund"}, ctx("t", groups=["sales", "legal"]))
+    assert out["total"] == 3
+    out = await tool.run({"query": "refund"}, ctx("t"))
+    assert out["error_code"] == "NO_SCOPE"
+    fetched = await FetchTool(spec, backend).run({"id": "g3"}, ctx("t", groups=["sales"]))
+    assert fetched["error_code"] == "NOT_FOUND"
+
+
+async def test_backend_failures_are_structured(spec: SearchSpec) -> None:
+    class Broken(EmbeddedBackend):
+        async def search(self, query: Any) -> Any:
+            raise RuntimeError("disk on fire at /secret/path")
+
+    class Slow(EmbeddedBackend):
+        async def search(self, query: Any) -> Any:
+            await asyncio.sleep(10)
+
+    for cls, code, retry in ((Broken, "INTERNAL", True), (Slow, "SEARCH_UNAVAILABLE", True)):
+        fast_spec = SearchSpec(**{**spec.__dict__, "engine_timeout_s": 0.1, "client_timeout_s": 0.2})
+        out = await SearchTool(fast_spec, cls(fast_spec)).run({"query": "refund"}, ctx("acme"))
+        assert out["error_code"] == code and out["retryable"] is retry
+        assert "secret" not in out["message"]
