@@ -11,7 +11,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from scopegate.demo.corpus import BODY_CLOSERS, BODY_DETAILS, BODY_MIDDLES, BODY_OPENERS, ERROR_CODES, PRODUCTS, STATUSES, SUBJECTS, WALLETS
+from scopegate.demo.corpus import (
+    BODY_CLOSERS,
+    BODY_DETAILS,
+    BODY_MIDDLES,
+    BODY_OPENERS,
+    ERROR_CODES,
+    PRODUCTS,
+    STATUSES,
+    SUBJECTS,
+    WALLETS,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -41,26 +51,48 @@ def generated_tickets(count: int, tenants: int = 40, seed: int = 11) -> Iterator
             "product": product,
             "status": rng.choice(STATUSES),
             "subject": rng.choice(SUBJECTS[product]).format(**fill),
-            "body": " ".join((rng.choice(BODY_OPENERS), rng.choice(BODY_MIDDLES[product]).format(**fill),
-                              rng.choice(BODY_DETAILS).format(**fill), rng.choice(BODY_CLOSERS).format(**fill))),
+            "body": " ".join(
+                (
+                    rng.choice(BODY_OPENERS),
+                    rng.choice(BODY_MIDDLES[product]).format(**fill),
+                    rng.choice(BODY_DETAILS).format(**fill),
+                    rng.choice(BODY_CLOSERS).format(**fill),
+                )
+            ),
         }
 
 
-QUERIES = ["apple pay refund failed", "E4012", "card_declined", "payout delayed bank", "invoice total wrong",
-           "selfie check fails", "PSP-502 processor", "refund window expired", "charged twice", "KYC rejected document"]
+QUERIES = [
+    "apple pay refund failed",
+    "E4012",
+    "card_declined",
+    "payout delayed bank",
+    "invoice total wrong",
+    "selfie check fails",
+    "PSP-502 processor",
+    "refund window expired",
+    "charged twice",
+    "KYC rejected document",
+]
 
 
 def query_plan(n: int, tenants: int = 40, seed: int = 5) -> list[tuple[str, str, str | None]]:
     rng = random.Random(seed)
-    return [(rng.choice(QUERIES), f"tenant{rng.randrange(tenants):03d}", rng.choice([None, rng.choice(PRODUCTS)]))
-            for _ in range(n)]
+    return [
+        (rng.choice(QUERIES), f"tenant{rng.randrange(tenants):03d}", rng.choice([None, rng.choice(PRODUCTS)]))
+        for _ in range(n)
+    ]
 
 
 def machine() -> dict[str, Any]:
     import os
 
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform(),
-            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
 
 
 def write_results(name: str, data: dict[str, Any], markdown: str) -> None:

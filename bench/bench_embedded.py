@@ -17,14 +17,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import generated_tickets, machine, percentiles, query_plan, write_results  # noqa: E402
+from _common import generated_tickets, machine, percentiles, query_plan, write_results
 
-from scopegate.backends.embedded import EmbeddedBackend  # noqa: E402
-from scopegate.context import CallContext  # noqa: E402
-from scopegate.demo.corpus import ticket_spec  # noqa: E402
-from scopegate.scope import Scope  # noqa: E402
-from scopegate.search.model import SearchRequest  # noqa: E402
-from scopegate.search.tools import SearchTool  # noqa: E402
+from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.context import CallContext
+from scopegate.demo.corpus import ticket_spec
+from scopegate.scope import Scope
+from scopegate.search.model import SearchRequest
+from scopegate.search.tools import SearchTool
 
 
 async def measure(backend: EmbeddedBackend, queries: int) -> dict[str, Any]:
@@ -33,7 +33,7 @@ async def measure(backend: EmbeddedBackend, queries: int) -> dict[str, Any]:
     raw_ms: list[float] = []
     tool_ms: list[float] = []
     overhead_ms: list[float] = []
-    for text, tenant, product in plan[:50]:  # warm-up: caches, thread pool
+    for text, tenant, _product in plan[:50]:  # warm-up: caches, thread pool
         await tool.run({"query": text}, CallContext(state={"tenant_id": tenant}))
     for text, tenant, product in plan:
         request = SearchRequest(text, (("product", product),) if product else (), 1)
@@ -50,8 +50,11 @@ async def measure(backend: EmbeddedBackend, queries: int) -> dict[str, Any]:
         raw_ms.append((t1 - t0) * 1000)
         tool_ms.append((t2 - t1) * 1000)
         overhead_ms.append(((t2 - t1) - (t1 - t0)) * 1000)
-    return {"raw_engine_ms": percentiles(raw_ms), "tool_ms": percentiles(tool_ms),
-            "tool_overhead_ms": percentiles(overhead_ms)}
+    return {
+        "raw_engine_ms": percentiles(raw_ms),
+        "tool_ms": percentiles(tool_ms),
+        "tool_overhead_ms": percentiles(overhead_ms),
+    }
 
 
 async def run(sizes: list[int], queries: int, batch: int) -> dict[str, Any]:
@@ -85,9 +88,11 @@ def to_markdown(data: dict[str, Any]) -> str:
         "# Embedded engine (tantivy) benchmark",
         "",
         f"Machine: {data['machine']['cpus']} cores, Python {data['machine']['python']}, {data['machine']['when']}.",
-        f"40 tenants, tenant filter on every query, product filter on about half; {data['queries_per_size']} queries per size;",
-        "top 5 with an exact total. Raw = build the tantivy query + search + load 5 stored docs, in the calling thread.",
-        "Tool = SearchTool.run: validation, scope from state, thread hop, raw call, shaping. Overhead = tool - raw, per query.",
+        "40 tenants, tenant filter on every query, product filter on about half; "
+        f"{data['queries_per_size']} queries per size; top 5 with an exact total.",
+        "Raw = build the tantivy query + search + load 5 stored docs, in the calling thread.",
+        "Tool = SearchTool.run: validation, scope from state, thread hop, raw call, shaping.",
+        "Overhead = tool - raw, per query.",
         "",
         "| documents | ingest docs/s | raw p50 / p95 / p99 ms | tool p50 / p95 / p99 ms | overhead p50 / p95 ms |",
         "|---|---|---|---|---|",

@@ -34,7 +34,9 @@ def tickets() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="session")
-def embedded(spec: SearchSpec, tickets: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> EmbeddedBackend:
+def embedded(
+    spec: SearchSpec, tickets: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> EmbeddedBackend:
     backend = EmbeddedBackend(spec, tmp_path_factory.mktemp("embedded") / "index")
     report = backend.ingest_sync(tickets, batch_size=200)
     assert report.indexed == len(tickets)

@@ -110,12 +110,18 @@ def _cmd_spec(args: argparse.Namespace) -> int:
     from scopegate.search.spec import spec_to_dict
 
     spec = _load_spec(args.spec)
-    print(json.dumps({"search": spec.json_schema(), "fetch": spec.fetch_json_schema(), "spec": spec_to_dict(spec)}, indent=2))
+    print(
+        json.dumps(
+            {"search": spec.json_schema(), "fetch": spec.fetch_json_schema(), "spec": spec_to_dict(spec)}, indent=2
+        )
+    )
     return 0
 
 
 def _add_scope_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tenant", required=True, help="tenant id of the session (the operator's choice, never the model's)")
+    p.add_argument(
+        "--tenant", required=True, help="tenant id of the session (the operator's choice, never the model's)"
+    )
     p.add_argument("--groups", help="comma-separated group ids of the session")
 
 
@@ -123,26 +129,41 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="scopegate", description="Safe, typed, tenant-scoped tools for LLM agents.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("demo", help="run the worked example on the embedded engine", description="Generate a "
-                       "multi-tenant ticket corpus, index it and run the scripted ADK agent (what `make demo` runs).")
+    p = sub.add_parser(
+        "demo",
+        help="run the worked example on the embedded engine",
+        description="Generate a "
+        "multi-tenant ticket corpus, index it and run the scripted ADK agent (what `make demo` runs).",
+    )
     p.add_argument("--workdir", help="folder for the corpus and index (default: a new temporary folder)")
     p.set_defaults(func=_cmd_demo)
 
-    p = sub.add_parser("ingest", help="ingest JSONL or CSV into an embedded index", description="Upsert records "
-                       "by id into an embedded (tantivy) index folder, in batched atomic commits.")
+    p = sub.add_parser(
+        "ingest",
+        help="ingest JSONL or CSV into an embedded index",
+        description="Upsert records by id into an embedded (tantivy) index folder, in batched atomic commits.",
+    )
     p.add_argument("index", help="index folder (created if missing)")
     p.add_argument("file", help="JSONL or CSV file")
     p.add_argument("--spec", help="search spec file (JSON or YAML); default: the demo ticket spec")
-    p.add_argument("--map", action="append", metavar="FIELD=COLUMN", help="map a spec field to a source column; "
-                   "id=, tenant= and groups= name the id, tenant and group columns (repeatable)")
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="FIELD=COLUMN",
+        help="map a spec field to a source column; "
+        "id=, tenant= and groups= name the id, tenant and group columns (repeatable)",
+    )
     p.add_argument("--format", choices=["jsonl", "csv"], help="input format (default: from the file suffix)")
     p.add_argument("--batch-size", type=int, default=10_000, help="documents per commit (default 10000)")
     p.add_argument("--allow-errors", action="store_true", help="exit 0 even when some records were rejected")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_ingest)
 
-    p = sub.add_parser("search", help="run the search tool against an embedded index", description="Call the "
-                       "search tool as a model would, inside one tenant's scope, and print the shaped result.")
+    p = sub.add_parser(
+        "search",
+        help="run the search tool against an embedded index",
+        description="Call the search tool as a model would, inside one tenant's scope, and print the shaped result.",
+    )
     p.add_argument("index", help="index folder made by `scopegate ingest`")
     p.add_argument("query", help="keywords")
     p.add_argument("--filter", action="append", metavar="NAME=VALUE", help="an enumerated filter (repeatable)")
@@ -150,15 +171,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scope_args(p)
     p.set_defaults(func=_cmd_search)
 
-    p = sub.add_parser("get", help="fetch one document by id inside a tenant's scope", description="Call the "
-                       "fetch-by-id tool; out-of-scope and absent ids both give NOT_FOUND.")
+    p = sub.add_parser(
+        "get",
+        help="fetch one document by id inside a tenant's scope",
+        description="Call the fetch-by-id tool; out-of-scope and absent ids both give NOT_FOUND.",
+    )
     p.add_argument("index", help="index folder made by `scopegate ingest`")
     p.add_argument("id", help="document id")
     _add_scope_args(p)
     p.set_defaults(func=_cmd_get)
 
-    p = sub.add_parser("spec", help="print the declarations a search spec produces", description="Print the JSON "
-                       "schemas the model sees for the search and fetch tools, and the normalised spec.")
+    p = sub.add_parser(
+        "spec",
+        help="print the declarations a search spec produces",
+        description="Print the JSON schemas the model sees for the search and fetch tools, and the normalised spec.",
+    )
     p.add_argument("--spec", help="search spec file (JSON or YAML); default: the demo ticket spec")
     p.set_defaults(func=_cmd_spec)
 

@@ -16,7 +16,9 @@ from scopegate.testing.scripted_llm import ScriptedLlm
 
 
 async def _run(backend: EmbeddedBackend, tenant: str | None, model: ScriptedLlm) -> list[tuple[str, Any]]:
-    agent = LlmAgent(name="support", model=model, instruction="Use the tools.", tools=[*adk_search_tools(backend.spec, backend)])
+    agent = LlmAgent(
+        name="support", model=model, instruction="Use the tools.", tools=[*adk_search_tools(backend.spec, backend)]
+    )
     runner = InMemoryRunner(agent=agent, app_name="e2e")
     state = {"tenant_id": tenant} if tenant else {}
     session = await runner.session_service.create_session(app_name="e2e", user_id="u", state=state)

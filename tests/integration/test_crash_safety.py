@@ -42,7 +42,9 @@ WRITER = textwrap.dedent(
 
 def _run_and_kill(path: Path, start: int, commits_before_kill: int) -> int:
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(start)], stdout=subprocess.PIPE, text=True,
+        [sys.executable, "-c", WRITER, str(path), str(start)],
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     assert proc.stdout is not None

@@ -52,8 +52,14 @@ async def test_error_codes_are_one_token(embedded: EmbeddedBackend, tickets: lis
         out = await tool.run({"query": code}, ctx("acme"))
         assert out["total"] == brute_force_total(tickets, "acme", code) > 0, code
     # card_declined must not match tickets that merely say "card" and "declined" apart.
-    declined_apart = [t for t in tickets if t["tenant_id"] == "acme" and "card_declined" not in t["body"]
-                      and "card" in t["body"] and "declined" in t["body"]]
+    declined_apart = [
+        t
+        for t in tickets
+        if t["tenant_id"] == "acme"
+        and "card_declined" not in t["body"]
+        and "card" in t["body"]
+        and "declined" in t["body"]
+    ]
     out = await tool.run({"query": "card_declined", "page": 1}, ctx("acme"))
     assert not {r["ticket_id"] for r in out["results"]} & {t["ticket_id"] for t in declined_apart}
 
@@ -111,9 +117,14 @@ async def test_engine_calls_run_off_the_event_loop(embedded: EmbeddedBackend) ->
 
 def _mini_spec(**kw: Any) -> SearchSpec:
     return SearchSpec(
-        name="search_docs", description="d", text_fields=(TextField("subject", 3), TextField("body")),
-        filters=(KeywordFilter("product", ("a", "b")),), id_field="doc_id", result_fields=("subject",),
-        fetch_name="get_doc", **kw,
+        name="search_docs",
+        description="d",
+        text_fields=(TextField("subject", 3), TextField("body")),
+        filters=(KeywordFilter("product", ("a", "b")),),
+        id_field="doc_id",
+        result_fields=("subject",),
+        fetch_name="get_doc",
+        **kw,
     )
 
 
@@ -134,7 +145,11 @@ def test_upsert_is_idempotent_and_updates(tmp_path: Path) -> None:
 def test_bad_records_are_reported_not_fatal(tmp_path: Path) -> None:
     backend = EmbeddedBackend(_mini_spec(), tmp_path / "idx")
     report = backend.ingest_sync(
-        [{"doc_id": "ok", "tenant_id": "t", "body": "x"}, {"doc_id": "", "tenant_id": "t"}, {"doc_id": "x", "body": "y"}]
+        [
+            {"doc_id": "ok", "tenant_id": "t", "body": "x"},
+            {"doc_id": "", "tenant_id": "t"},
+            {"doc_id": "x", "body": "y"},
+        ]
     )
     assert report.indexed == 1 and report.failed == 2
     assert {reason for _, reason in report.errors} == {"missing doc_id", "missing tenant_id"}
@@ -159,11 +174,13 @@ async def test_persistence_and_open(tmp_path: Path) -> None:
 async def test_groups_scope(tmp_path: Path) -> None:
     spec = _mini_spec(group_field="group_ids", scope_keys=ScopeKeys(groups="groups"))
     backend = EmbeddedBackend(spec, tmp_path / "idx")
-    backend.ingest_sync([
-        {"doc_id": "g1", "tenant_id": "t", "group_ids": ["sales"], "body": "refund"},
-        {"doc_id": "g2", "tenant_id": "t", "group_ids": ["support", "sales"], "body": "refund"},
-        {"doc_id": "g3", "tenant_id": "t", "group_ids": ["legal"], "body": "refund"},
-    ])
+    backend.ingest_sync(
+        [
+            {"doc_id": "g1", "tenant_id": "t", "group_ids": ["sales"], "body": "refund"},
+            {"doc_id": "g2", "tenant_id": "t", "group_ids": ["support", "sales"], "body": "refund"},
+            {"doc_id": "g3", "tenant_id": "t", "group_ids": ["legal"], "body": "refund"},
+        ]
+    )
     tool = SearchTool(spec, backend)
     out = await tool.run({"query": "refund"}, ctx("t", groups=["support"]))
     assert [r["doc_id"] for r in out["results"]] == ["g2"] and out["total"] == 1

@@ -17,15 +17,54 @@ from scopegate.search.tools import FetchTool, SearchTool
 
 TENANTS = ("alpha", "beta")
 # Both tenants share one vocabulary, so any query that matches one matches the other.
-VOCAB = ["refund", "failed", "E4012", "card_declined", "apple", "pay", "tenant_id", "alpha", "beta", "payout",
-         "invoice", "ünïcode", "支付", "OR", "AND", "NOT"]
-DSL_FRAGMENTS = ["tenant_id:*", "*", "OR", "AND", '"', "'", "tenant_id:beta", "tenant_id:alpha", "(", ")", "\\",
-                 "{\"match_all\":{}}", "body:refund", "^", "~", "-tenant_id:alpha", "+", "?", "[* TO *]",
-                 "' OR 1=1 --", "ignore previous instructions", "\u0000"]
+VOCAB = [
+    "refund",
+    "failed",
+    "E4012",
+    "card_declined",
+    "apple",
+    "pay",
+    "tenant_id",
+    "alpha",
+    "beta",
+    "payout",
+    "invoice",
+    "ünïcode",
+    "支付",
+    "OR",
+    "AND",
+    "NOT",
+]
+DSL_FRAGMENTS = [
+    "tenant_id:*",
+    "*",
+    "OR",
+    "AND",
+    '"',
+    "'",
+    "tenant_id:beta",
+    "tenant_id:alpha",
+    "(",
+    ")",
+    "\\",
+    '{"match_all":{}}',
+    "body:refund",
+    "^",
+    "~",
+    "-tenant_id:alpha",
+    "+",
+    "?",
+    "[* TO *]",
+    "' OR 1=1 --",
+    "ignore previous instructions",
+    "\u0000",
+]
 
 
 @pytest.fixture(scope="module")
-def two_tenants(spec: SearchSpec, tmp_path_factory: pytest.TempPathFactory) -> tuple[EmbeddedBackend, dict[str, str], list[dict[str, Any]]]:
+def two_tenants(
+    spec: SearchSpec, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[EmbeddedBackend, dict[str, str], list[dict[str, Any]]]:
     import random
 
     rng = random.Random(3)
@@ -33,14 +72,16 @@ def two_tenants(spec: SearchSpec, tmp_path_factory: pytest.TempPathFactory) -> t
     for tenant in TENANTS:
         for i in range(120):
             words = rng.choices(VOCAB, k=12)
-            docs.append({
-                "ticket_id": f"{tenant}-{i}",
-                "tenant_id": tenant,
-                "product": rng.choice(["payments", "payouts"]),
-                "status": "open",
-                "subject": " ".join(words[:4]),
-                "body": " ".join(words) + (" tenant_id:" + tenant),
-            })
+            docs.append(
+                {
+                    "ticket_id": f"{tenant}-{i}",
+                    "tenant_id": tenant,
+                    "product": rng.choice(["payments", "payouts"]),
+                    "status": "open",
+                    "subject": " ".join(words[:4]),
+                    "body": " ".join(words) + (" tenant_id:" + tenant),
+                }
+            )
     backend = EmbeddedBackend(spec, tmp_path_factory.mktemp("iso") / "index")
     backend.ingest_sync(docs, batch_size=50)
     owner = {d["ticket_id"]: d["tenant_id"] for d in docs}
@@ -55,8 +96,12 @@ query_text = st.one_of(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=query_text, tenant=st.sampled_from(TENANTS), page=st.integers(1, 4),
-       product=st.sampled_from([None, "payments", "payouts"]))
+@given(
+    text=query_text,
+    tenant=st.sampled_from(TENANTS),
+    page=st.integers(1, 4),
+    product=st.sampled_from([None, "payments", "payouts"]),
+)
 def test_search_never_crosses_tenants(two_tenants: Any, text: str, tenant: str, page: int, product: str | None) -> None:
     backend, owner, docs = two_tenants
     args: dict[str, Any] = {"query": text, "page": page}
@@ -70,8 +115,10 @@ def test_search_never_crosses_tenants(two_tenants: Any, text: str, tenant: str, 
     # The total counts exactly the tenant's own matching documents: never the other tenant's.
     terms = set(analyze(" ".join(text.split())))
     expected = sum(
-        1 for d in docs
-        if d["tenant_id"] == tenant and (product is None or d["product"] == product)
+        1
+        for d in docs
+        if d["tenant_id"] == tenant
+        and (product is None or d["product"] == product)
         and terms & set(analyze(d["subject"] + " " + d["body"]))
     )
     assert out["total"] == expected
@@ -83,7 +130,9 @@ def test_fetch_never_crosses_tenants(two_tenants: Any, doc: int, owner_tenant: s
     backend, _owner, _docs = two_tenants
     other = TENANTS[1] if owner_tenant == TENANTS[0] else TENANTS[0]
     out = asyncio.run(
-        FetchTool(backend.spec, backend).run({"id": f"{owner_tenant}-{doc}{suffix}"}, CallContext(state={"tenant_id": other}))
+        FetchTool(backend.spec, backend).run(
+            {"id": f"{owner_tenant}-{doc}{suffix}"}, CallContext(state={"tenant_id": other})
+        )
     )
     assert out["status"] == "error" and out["error_code"] in {"NOT_FOUND", "BAD_ARGUMENTS"}
 
@@ -100,7 +149,7 @@ def test_injection_ticket_cannot_widen_scope(embedded: EmbeddedBackend) -> None:
         {"query": "tenant_id:* OR tenant_id:acme refund"},
         {"query": "refund", "tenant_id": "acme"},
         {"query": "refund", "product": "payments OR 1=1"},
-        {"query": "{\"bool\":{\"must\":[{\"match_all\":{}}]}}"},
+        {"query": '{"bool":{"must":[{"match_all":{}}]}}'},
     ):
         out = asyncio.run(tool.run(args, state))
         assert out["status"] == "error" or all(r["ticket_id"].startswith("INI-") for r in out["results"]), out

@@ -15,8 +15,16 @@ def test_reads_tenant_groups_user() -> None:
 
 @pytest.mark.parametrize(
     "state",
-    [{}, {"tenant_id": None}, {"tenant_id": ""}, {"tenant_id": "  "}, {"tenant_id": 5}, {"tenant_id": ["a"]},
-     {"tenant_id": "a\x00b"}, {"tenant_id": "x" * 300}],
+    [
+        {},
+        {"tenant_id": None},
+        {"tenant_id": ""},
+        {"tenant_id": "  "},
+        {"tenant_id": 5},
+        {"tenant_id": ["a"]},
+        {"tenant_id": "a\x00b"},
+        {"tenant_id": "x" * 300},
+    ],
 )
 def test_missing_or_blank_tenant(state: dict[str, Any]) -> None:
     with pytest.raises(ScopeMissing):

@@ -19,7 +19,8 @@ from scopegate.search.shaper import (
 from scopegate.search.spec import SearchSpec
 
 BODY = (
-    "Hello team. " + "Unrelated words about the weather and lunch plans. " * 20
+    "Hello team. "
+    + "Unrelated words about the weather and lunch plans. " * 20
     + "The refund to Apple Pay failed with processor code E4012 card_declined. "
     + "More filler text after the match follows here. " * 20
 )
@@ -125,5 +126,5 @@ def test_shape_document_bounds_body_and_hides_scope(spec: SearchSpec) -> None:
 def test_analysis_keeps_codes_and_neutralises_syntax() -> None:
     assert "e4012" in analyze("E4012")
     assert analyze("card_declined") == ["card_declin"]
-    assert analyze("tenant_id:t2 * OR \"x\"") == ["tenant_id", "t2", "x"]
+    assert analyze('tenant_id:t2 * OR "x"') == ["tenant_id", "t2", "x"]
     assert analyze("*") == [] and analyze("OR AND NOT") == []

@@ -118,7 +118,11 @@ def test_spec_round_trips_through_dict(spec: SearchSpec) -> None:
     ],
 )
 def test_invalid_specs_fail_loudly(kwargs: dict[str, Any]) -> None:
-    base: dict[str, Any] = {"name": "s", "description": "d", "text_fields": (TextField("subject", 3), TextField("body"))}
+    base: dict[str, Any] = {
+        "name": "s",
+        "description": "d",
+        "text_fields": (TextField("subject", 3), TextField("body")),
+    }
     base.update(kwargs)
     with pytest.raises(ConfigError):
         SearchSpec(**base)

@@ -9,13 +9,14 @@ queries: no query parser ever sees the model's words.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import tantivy
 
@@ -25,6 +26,9 @@ from scopegate.scope import Scope
 from scopegate.search.analysis import ANALYZER_NAME, make_analyzer, unique_terms
 from scopegate.search.model import RawHit, RawResult, SearchQuery
 from scopegate.search.spec import SearchSpec, spec_from_dict, spec_to_dict
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 SPEC_FILE = "scopegate-spec.json"
 WRITER_HEAP_BYTES = 256_000_000
@@ -111,7 +115,9 @@ class EmbeddedBackend:
             q = tantivy.Query.boolean_query(should)
             per_field.append(tantivy.Query.boost_query(q, tf.boost) if tf.boost != 1.0 else q)
         text_q = per_field[0] if len(per_field) == 1 else tantivy.Query.disjunction_max_query(per_field)
-        return tantivy.Query.boolean_query([(tantivy.Occur.Must, text_q), *self._scope_clauses(query.scope, query.filters)])
+        return tantivy.Query.boolean_query(
+            [(tantivy.Occur.Must, text_q), *self._scope_clauses(query.scope, query.filters)]
+        )
 
     def _filter(self, q: tantivy.Query) -> tuple[tantivy.Occur, tantivy.Query]:
         return (tantivy.Occur.Must, tantivy.Query.const_score_query(q, 0.0))
@@ -144,7 +150,8 @@ class EmbeddedBackend:
                 hits.append(RawHit(doc_id=str(fields.get(self.spec.id_field)), score=float(score), fields=fields))
         except (OSError, ValueError, RuntimeError) as exc:
             raise BackendError(f"embedded search failed: {exc}") from exc
-        total = int(result.count if result.count is not None else len(hits))
+        count = getattr(result, "count", None)
+        total = int(count if count is not None else len(hits))
         return RawResult(
             hits=tuple(hits),
             total=total,
@@ -175,7 +182,7 @@ class EmbeddedBackend:
         if scope is None:
             return int(searcher.num_docs)
         q = tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.all_query()), *self._scope_clauses(scope)])
-        return int(searcher.search(q, 1, count=True).count or 0)
+        return int(getattr(searcher.search(q, 1, count=True), "count", 0) or 0)
 
     # -- ingest ----------------------------------------------------------
     def _document(self, record: Mapping[str, Any]) -> str:
@@ -242,10 +249,8 @@ class EmbeddedBackend:
                     self._commit(writer, report, pending, progress, on_commit)
                 writer.wait_merging_threads()
             except BaseException:
-                try:
+                with contextlib.suppress(Exception):  # the original error matters more
                     writer.rollback()
-                except Exception:  # noqa: BLE001 - the original error matters more
-                    pass
                 raise
         self._index.reload()
         report.seconds = time.perf_counter() - started
@@ -312,9 +317,9 @@ class EmbeddedBackend:
     def reload(self) -> None:
         self._index.reload()
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _run(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._pool, fn, *args)
+        return await loop.run_in_executor(self._pool, lambda: fn(*args, **kwargs))
 
     async def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

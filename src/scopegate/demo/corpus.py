@@ -65,8 +65,14 @@ BODY_MIDDLES = {
         "the payment is captured but the refund attempt bounces back.",
         "the charge appears twice on the card statement.",
     ],
-    "payouts": ["the scheduled payout did not arrive on the expected date.", "payouts to one bank account are rejected."],
-    "billing": ["the invoice total does not match the plan price.", "the proration credit is missing from the invoice."],
+    "payouts": [
+        "the scheduled payout did not arrive on the expected date.",
+        "payouts to one bank account are rejected.",
+    ],
+    "billing": [
+        "the invoice total does not match the plan price.",
+        "the proration credit is missing from the invoice.",
+    ],
     "identity": ["document verification never completes.", "the selfie check rejects valid customers."],
 }
 BODY_DETAILS = [

@@ -146,9 +146,7 @@ async def run_search_demo(workdir: str | Path, print_fn: PrintFn = print) -> dic
     foreign = [i for i in ids if owner.get(i) != "acme"]
     print_fn(f"check: {len(ids)} ticket ids returned to acme, {len(foreign)} from another tenant")
 
-    other_ids, _ = await run_agent(
-        backend, "globex", support_script(), "Why do Apple Pay refunds fail?", print_fn
-    )
+    other_ids, _ = await run_agent(backend, "globex", support_script(), "Why do Apple Pay refunds fail?", print_fn)
     other_foreign = [i for i in other_ids if owner.get(i) != "globex"]
     print_fn(f"check: {len(other_ids)} ticket ids returned to globex, {len(other_foreign)} from another tenant")
 

@@ -225,9 +225,7 @@ def spec_from_dict(data: dict[str, Any]) -> SearchSpec:
         if key == "text_fields":
             value = tuple(TextField.parse(v) if isinstance(v, str) else TextField(**v) for v in value)
         elif key == "filters":
-            value = tuple(
-                KeywordFilter(f["name"], tuple(f["allowed"]), f.get("description", "")) for f in value
-            )
+            value = tuple(KeywordFilter(f["name"], tuple(f["allowed"]), f.get("description", "")) for f in value)
         elif key == "scope_keys":
             value = ScopeKeys(**value)
         elif isinstance(value, list):

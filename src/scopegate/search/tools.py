@@ -48,7 +48,9 @@ def _backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
             missing=exc.name,
         )
     if isinstance(exc, BackendError):
-        return tool_error(SEARCH_UNAVAILABLE, "the search engine did not answer; try again shortly", retryable=exc.retryable)
+        return tool_error(
+            SEARCH_UNAVAILABLE, "the search engine did not answer; try again shortly", retryable=exc.retryable
+        )
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return tool_error(
             SEARCH_UNAVAILABLE,
@@ -97,7 +99,9 @@ class SearchTool:
         request = validate_search_args(self.spec, args)
         fields: dict[str, Any] = {}
         if isinstance(request, SearchRequest):
-            fields.update(query=" ".join(request.query.lower().split()), filters=request.filters_dict(), page=request.page)
+            fields.update(
+                query=" ".join(request.query.lower().split()), filters=request.filters_dict(), page=request.page
+            )
         if result.get("status") == "ok":
             fields.update(
                 total=result.get("total"),
@@ -112,7 +116,7 @@ class SearchTool:
     async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
         try:
             return await self._run(args, ctx)
-        except Exception as exc:  # noqa: BLE001 - the invariant: nothing raises into the agent loop
+        except Exception as exc:
             return _backend_failure(exc, self.spec)
 
     async def _run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
@@ -133,7 +137,7 @@ class SearchTool:
         query = self.build_query(request, scope)
         try:
             raw = await asyncio.wait_for(self.backend.search(query), timeout=self.spec.client_timeout_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return _backend_failure(exc, self.spec)
         return shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
 
@@ -178,7 +182,7 @@ class FetchTool:
             except ScopeMissing:
                 return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
             doc = await asyncio.wait_for(self.backend.get(doc_id, scope), timeout=self.spec.client_timeout_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             return _backend_failure(exc, self.spec)
         if doc is None:
             # Same answer for "absent" and "belongs to someone else": existence is not revealed.

@@ -13,7 +13,9 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from google.adk.models import BaseLlm, LlmRequest, LlmResponse
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
 from google.genai import types
 from pydantic import PrivateAttr
 
@@ -38,6 +40,13 @@ def final_text(text: str) -> Turn:
 Step = Callable[[list[tuple[str, dict[str, Any]]]], Turn]
 
 
+def _constant(turn: Turn) -> Step:
+    def step(_responses: list[tuple[str, dict[str, Any]]]) -> Turn:
+        return turn
+
+    return step
+
+
 class ScriptedLlm(BaseLlm):
     """Plays ``steps`` in order, one per model turn; records what it was shown."""
 
@@ -49,7 +58,7 @@ class ScriptedLlm(BaseLlm):
 
     def __init__(self, steps: Sequence[Step | Turn], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._steps = [s if callable(s) else (lambda _r, t=s: t) for s in steps]
+        self._steps = [s if callable(s) else _constant(s) for s in steps]
 
     @property
     def seen_declarations(self) -> list[list[dict[str, Any]]]:
