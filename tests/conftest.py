@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,12 @@ def shared_data(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data not available: {path} is missing (CI provides ../shared/data)")
     return path
+
+
+@pytest.fixture(scope="session")
+def shared() -> Callable[..., Path]:
+    """``shared("openapi", "x.json")``: a path under ../shared/data, or a skip naming what is missing."""
+    return shared_data
 
 
 @pytest.fixture(scope="session")

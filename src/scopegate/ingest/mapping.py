@@ -10,10 +10,15 @@ from scopegate.errors import ConfigError
 from scopegate.ingest.readers import SourceRecordError
 from scopegate.search.spec import SearchSpec
 
+ROW_NUMBER = "@row"
+
 
 @dataclass(frozen=True)
 class FieldMapping:
-    """Spec field name → source column. Unnamed spec fields map to a column of the same name."""
+    """Spec field name → source column. Unnamed spec fields map to a column of the same name.
+
+    ``id="@row"`` numbers records by their position (for sources without an id column).
+    """
 
     id: str | None = None
     tenant: str | None = None
@@ -33,7 +38,14 @@ class FieldMapping:
                 raise ConfigError(f"mapping {pair!r} must look like field=column")
             target = special if name.strip() in {"id", "tenant", "groups"} else rest
             target[name.strip()] = column.strip()
-        return cls(id=special.get("id"), tenant=special.get("tenant"), groups=special.get("groups"), fields=rest)
+        prefix = rest.pop("id_prefix", "")
+        return cls(
+            id=special.get("id"),
+            tenant=special.get("tenant"),
+            groups=special.get("groups"),
+            fields=rest,
+            id_prefix=prefix,
+        )
 
     def source_of(self, spec: SearchSpec, name: str) -> str:
         if name == spec.id_field and self.id:
@@ -54,7 +66,9 @@ class FieldMapping:
     ) -> Iterator[dict[str, Any] | SourceRecordError]:
         self.check(spec)
         sources = {name: self.source_of(spec, name) for name in spec.stored_fields()}
-        for record in records:
+        if self.id == ROW_NUMBER:
+            del sources[spec.id_field]
+        for position, record in enumerate(records, start=1):
             if isinstance(record, SourceRecordError):
                 yield record
                 continue
@@ -67,6 +81,8 @@ class FieldMapping:
                     out[name] = value if isinstance(value, list) else [g for g in str(value).split("|") if g]
                 else:
                     out[name] = value if isinstance(value, str) else str(value)
+            if self.id == ROW_NUMBER:
+                out[spec.id_field] = str(position)
             if spec.id_field in out and self.id_prefix:
                 out[spec.id_field] = self.id_prefix + out[spec.id_field]
             yield out
