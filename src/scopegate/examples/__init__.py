@@ -1,0 +1,1 @@
+"""Runnable example services used by tests, benchmarks and the demo."""

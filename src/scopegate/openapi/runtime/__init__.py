@@ -1,0 +1,37 @@
+"""Calling OpenAPI operations safely at run time, on behalf of one signed-in user.
+
+``OperationToolset(ToolsetSettings(...))`` builds one :class:`OperationTool`
+per allowlisted operation; see the modules for each concern: ``request``
+(pure request building), ``credentials``, ``ownership``, ``errors``, ``retry``,
+``response`` (bounded shaping), ``http`` (client, timeouts, redirects).
+"""
+
+from __future__ import annotations
+
+from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
+from scopegate.openapi.runtime.credentials import Credential, FromProvider, FromState, Secret
+from scopegate.openapi.runtime.http import Timeouts
+from scopegate.openapi.runtime.ownership import HookOwner, LookupOwner, OwnershipQuestion, ResponseOwner, parse_rule
+from scopegate.openapi.runtime.response import ShapeLimits
+from scopegate.openapi.runtime.retry import RetryPolicy
+from scopegate.openapi.runtime.tool import OperationTool
+from scopegate.openapi.runtime.toolset import OperationToolset
+
+__all__ = [
+    "Credential",
+    "FromProvider",
+    "FromState",
+    "HookOwner",
+    "LookupOwner",
+    "OperationPolicy",
+    "OperationTool",
+    "OperationToolset",
+    "OwnershipQuestion",
+    "ResponseOwner",
+    "RetryPolicy",
+    "Secret",
+    "ShapeLimits",
+    "Timeouts",
+    "ToolsetSettings",
+    "parse_rule",
+]

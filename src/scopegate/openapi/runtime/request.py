@@ -1,0 +1,526 @@
+"""Build a safe HTTP request from a tool's arguments. Pure: no I/O.
+
+Given the translation's :class:`~scopegate.openapi.model.ToolBinding` (which
+argument goes where) and a pinned base URL, :class:`RequestBuilder` turns the
+model's arguments into a :class:`BuiltRequest`, or raises
+:class:`ArgumentsInvalid` listing every field at fault.
+
+Safety rules:
+
+* The base URL is fixed at construction; arguments only ever fill the path
+  template, the query, declared headers/cookies and the body. A value is
+  never used as a URL, so an absolute URL in an argument is just a string.
+* Path values are percent-encoded with nothing left safe: ``/``, ``?``, ``#``,
+  ``%`` (so ``%2F`` arrives as ``%252F``) and dot-only values (``..`` becomes
+  ``%2E%2E``) cannot change the path. Empty path values are refused.
+* Header values must be printable ASCII (no CR/LF injection); headers that
+  carry authority or routing (``Authorization``, ``Host``, ``Cookie``,
+  ``X-Forwarded-*``...) can never be set by an argument.
+* Falsy values (``0``, ``false``, ``""``) are sent; only ``None`` means
+  "not given".
+* Every value is validated against the *original* schema of its parameter,
+  and the rebuilt body against the original body schema.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import quote, quote_plus, urlsplit
+
+from jsonschema import Draft202012Validator
+
+from scopegate.errors import ConfigError
+from scopegate.openapi.model import FORM_URLENCODED, JSON_MEDIA, ArgumentMap, Parameter, ToolBinding
+from scopegate.openapi.runtime.schema import compile_validator, problems
+
+# Headers an argument may never set, whatever the spec says.
+RESERVED_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+        "host",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "te",
+        "trailer",
+        "upgrade",
+        "expect",
+        "forwarded",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "x-forwarded-port",
+        "x-real-ip",
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+        "x-original-url",
+        "x-rewrite-url",
+    }
+)
+# OpenAPI: header parameters with these names "SHALL be ignored".
+IGNORED_HEADER_PARAMS = frozenset({"accept", "content-type", "authorization"})
+IDEMPOTENCY_HEADER = "idempotency-key"
+TEXT_MEDIA = "text/plain"
+_TEMPLATE = re.compile(r"\{([^{}]+)\}")
+_HEADER_VALUE_OK = re.compile(r"^[\x20-\x7e]*$")
+
+
+class ArgumentsInvalid(Exception):
+    """The arguments do not fit the operation. ``problems``: ``[{"field", "problem"}]``."""
+
+    def __init__(self, problems: list[dict[str, str]]) -> None:
+        super().__init__("; ".join(f"{p['field']}: {p['problem']}" for p in problems))
+        self.problems = problems
+
+
+class UnsupportedOperation(ConfigError):
+    """The operation cannot be called safely by this runtime (raised at construction)."""
+
+
+@dataclass(frozen=True)
+class RequestLimits:
+    max_arguments_chars: int = 20_000
+    max_path_value_chars: int = 512
+    max_header_value_chars: int = 1024
+
+
+@dataclass(frozen=True)
+class BuiltRequest:
+    """A request ready to send. ``path`` is already percent-encoded; ``query`` pairs are not."""
+
+    method: str
+    base_url: str
+    path: str
+    query: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
+    cookies: tuple[tuple[str, str], ...] = ()
+    body: bytes | None = None
+    content_type: str | None = None
+    # Names of headers/query keys holding credentials: never shown by describe().
+    secret_headers: frozenset[str] = field(default_factory=frozenset)
+    secret_query: frozenset[str] = field(default_factory=frozenset)
+
+    @property
+    def url(self) -> str:
+        qs = encode_query(self.query)
+        return self.base_url + self.path + ("?" + qs if qs else "")
+
+    def header_list(self) -> list[tuple[str, str]]:
+        """Every header to send, including Cookie and Content-Type."""
+        out = list(self.headers)
+        if self.cookies:
+            out.append(("Cookie", "; ".join(f"{k}={quote(v, safe='')}" for k, v in self.cookies)))
+        if self.content_type:
+            out.append(("Content-Type", self.content_type))
+        return out
+
+    def with_parts(
+        self,
+        *,
+        headers: tuple[tuple[str, str], ...] = (),
+        query: tuple[tuple[str, str], ...] = (),
+        cookies: tuple[tuple[str, str], ...] = (),
+        secret: bool = False,
+    ) -> BuiltRequest:
+        """A copy with extra headers/query/cookies (credentials are added this way, ``secret=True``)."""
+        return replace(
+            self,
+            headers=self.headers + headers,
+            query=self.query + query,
+            cookies=self.cookies + cookies,
+            secret_headers=self.secret_headers
+            | ({h.lower() for h, _ in headers} if secret else set())
+            | ({"cookie"} if secret and cookies else set()),
+            secret_query=self.secret_query | ({k for k, _ in query} if secret else set()),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able view for snapshots and debugging, with credential values masked."""
+        query = [(k, "***" if k in self.secret_query else v) for k, v in self.query]
+        headers = [(k, "***" if k.lower() in self.secret_headers else v) for k, v in self.header_list()]
+        body: Any = None
+        if self.body is not None:
+            text = self.body.decode("utf-8", errors="replace")
+            body = json.loads(text) if self.content_type and "json" in self.content_type else text
+        return {
+            "method": self.method,
+            "url": self.base_url + self.path + ("?" + encode_query(tuple(query)) if query else ""),
+            "headers": [list(h) for h in headers],
+            "body": body,
+        }
+
+
+def encode_query(pairs: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> str:
+    return "&".join(f"{quote(k, safe='[]')}={quote(v, safe='')}" for k, v in pairs)
+
+
+def pin_base_url(url: str) -> str:
+    """Check and normalise a base URL: absolute http(s), no credentials, query or fragment."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError("base URL must be an absolute http(s) URL")
+    if parts.username or parts.password or parts.query or parts.fragment or "{" in url:
+        raise ConfigError("base URL must not carry credentials, a query, a fragment or template variables")
+    return f"{parts.scheme}://{parts.netloc.lower()}{parts.path.rstrip('/')}"
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """(scheme, host, port) of an absolute URL; the unit of the same-origin rule."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    port = parts.port or (443 if scheme == "https" else 80)
+    return (scheme, (parts.hostname or "").lower(), port)
+
+
+def scalar_text(value: Any) -> str:
+    """How a single value is written into a URL, header or form: JSON spelling for non-strings."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return ""
+    if isinstance(value, int):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _is_nullable(schema: Mapping[str, Any]) -> bool:
+    typ = schema.get("type")
+    return schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ)
+
+
+def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+    """Models often send 3.0 for an integer: turn integral floats into ints where the schema wants them."""
+    typ = schema.get("type")
+    types = set(typ) if isinstance(typ, list) else {typ}
+    if "integer" in types and isinstance(value, float) and value.is_integer():
+        return int(value)
+    items = schema.get("items")
+    if "array" in types and isinstance(value, list) and isinstance(items, Mapping):
+        return [_coerce(v, items) for v in value]
+    return value
+
+
+def _encode_path_value(text: str) -> str:
+    encoded = quote(text, safe="")
+    if encoded and set(encoded) == {"."}:
+        encoded = encoded.replace(".", "%2E")
+    return encoded
+
+
+class RequestBuilder:
+    """Builds requests for one operation. Validators are compiled once, here."""
+
+    def __init__(
+        self,
+        binding: ToolBinding,
+        base_url: str,
+        *,
+        hidden: Collection[str] = (),
+        limits: RequestLimits | None = None,
+    ) -> None:
+        self.binding = binding
+        self.operation = binding.operation
+        self.base_url = pin_base_url(base_url)
+        self.limits = limits or RequestLimits()
+        self._params: dict[tuple[str, str], Parameter] = {(p.location, p.name): p for p in self.operation.parameters}
+        self.idempotency_header: str | None = None
+        hidden_args = set(hidden)
+        for am in binding.arguments:
+            if am.location == "header" and am.original_name:
+                low = am.original_name.lower()
+                if low == IDEMPOTENCY_HEADER:
+                    self.idempotency_header = am.original_name
+                    hidden_args.add(am.argument)
+                elif low in IGNORED_HEADER_PARAMS:
+                    hidden_args.add(am.argument)
+                elif low in RESERVED_HEADERS:
+                    raise UnsupportedOperation(
+                        f"{self.operation.label}: header parameter {am.original_name!r} may not come from a model"
+                    )
+        for p in self.operation.params_in("header"):
+            if p.name.lower() == IDEMPOTENCY_HEADER:
+                self.idempotency_header = p.name
+        self.hidden = frozenset(hidden_args)
+        self.model_arguments = frozenset(a.argument for a in binding.arguments) - self.hidden
+        media = binding.body_media_type
+        if media is not None and not (
+            media == JSON_MEDIA or media.endswith("+json") or media in (FORM_URLENCODED, TEXT_MEDIA)
+        ):
+            raise UnsupportedOperation(f"{self.operation.label}: request body media type {media!r} is not supported")
+        self._validators: dict[str, Draft202012Validator] = {}
+        for am in binding.arguments:
+            if am.location in ("path", "query", "header", "cookie"):
+                param = self._params.get((am.location, am.original_name or ""))
+                if param is None:
+                    raise UnsupportedOperation(f"{self.operation.label}: argument {am.argument!r} has no parameter")
+                self._validators[am.argument] = compile_validator(param.schema)
+        self._body_validator = compile_validator(binding.body_schema or {}) if media is not None else None
+        self._body_props: Mapping[str, Any] = (binding.body_schema or {}).get("properties") or {}
+        self._arg_for_property = {a.original_name: a.argument for a in binding.by_location("body_property")}
+
+    # ------------------------------------------------------------------ build
+    def build(
+        self,
+        args: Mapping[str, Any],
+        *,
+        bound: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> BuiltRequest:
+        """The request for ``args`` (from the model) plus ``bound`` values (from the server side)."""
+        errs: list[dict[str, str]] = []
+        for name in sorted(set(args) - self.model_arguments)[:10]:
+            errs.append({"field": name[:64], "problem": "is not an argument of this operation"})
+        try:
+            size = len(json.dumps(args, default=str, ensure_ascii=False))
+        except (TypeError, ValueError):
+            size = self.limits.max_arguments_chars + 1
+        if size > self.limits.max_arguments_chars:
+            errs.append({"field": "*", "problem": f"arguments exceed {self.limits.max_arguments_chars} characters"})
+        if errs:
+            raise ArgumentsInvalid(errs)
+        values: dict[str, Any] = {k: v for k, v in args.items() if k in self.model_arguments}
+        values.update(bound or {})
+
+        path_values: dict[str, str] = {}
+        query: list[tuple[str, str]] = []
+        headers: list[tuple[str, str]] = []
+        cookies: list[tuple[str, str]] = []
+        body_obj: dict[str, Any] = {}
+        whole_body: Any = None
+        has_whole_body = False
+
+        for am in self.binding.arguments:
+            value = values.get(am.argument)
+            if am.location == "body_property":
+                prop_schema = self._body_props.get(am.original_name or "", {})
+                if value is None and not (am.argument in values and _is_nullable(prop_schema)):
+                    if am.required:
+                        errs.append({"field": am.argument, "problem": "is required"})
+                    continue
+                body_obj[am.original_name or am.argument] = _coerce(value, prop_schema)
+                continue
+            if am.location == "body":
+                if value is None:
+                    if am.required:
+                        errs.append({"field": am.argument, "problem": "is required"})
+                    continue
+                whole_body, has_whole_body = _coerce(value, self.binding.body_schema or {}), True
+                continue
+            if value is None:
+                if am.required:
+                    errs.append({"field": am.argument, "problem": "is required"})
+                continue
+            param = self._params[(am.location, am.original_name or "")]
+            value = _coerce(value, param.schema)
+            found = problems(self._validators[am.argument], value)
+            if found:
+                errs.extend(self._fields(am.argument, found))
+                continue
+            try:
+                self._place(am, param, value, path_values, query, headers, cookies)
+            except ArgumentsInvalid as exc:
+                errs.extend(exc.problems)
+
+        body, content_type = None, None
+        if self._body_validator is not None and (has_whole_body or body_obj or self.binding.body_required):
+            payload: Any = whole_body if has_whole_body else body_obj
+            for where, problem in problems(self._body_validator, payload):
+                errs.append({"field": self._body_field(where), "problem": problem})
+            if not errs:
+                body, content_type = self._encode_body(payload, errs)
+        if errs:
+            raise ArgumentsInvalid(_dedupe(errs))
+
+        path = self._render_path(path_values)
+        if self.idempotency_header and idempotency_key:
+            headers.append((self.idempotency_header, idempotency_key))
+        return BuiltRequest(
+            method=self.operation.method,
+            base_url=self.base_url,
+            path=path,
+            query=tuple(query),
+            headers=tuple(headers),
+            cookies=tuple(cookies),
+            body=body,
+            content_type=content_type,
+        )
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _fields(argument: str, found: list[tuple[tuple[str, ...], str]]) -> list[dict[str, str]]:
+        return [{"field": ".".join((argument, *path)), "problem": problem} for path, problem in found]
+
+    def _body_field(self, path: tuple[str, ...]) -> str:
+        whole = self.binding.by_location("body")
+        if whole:
+            return ".".join((whole[0].argument, *path))
+        if path and path[0] in self._arg_for_property:
+            return ".".join((self._arg_for_property[path[0]], *path[1:]))
+        return ".".join(("body", *path))
+
+    def _place(
+        self,
+        am: ArgumentMap,
+        param: Parameter,
+        value: Any,
+        path_values: dict[str, str],
+        query: list[tuple[str, str]],
+        headers: list[tuple[str, str]],
+        cookies: list[tuple[str, str]],
+    ) -> None:
+        name = param.name
+        if param.media_type is not None:  # content-serialised parameter
+            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        if am.location == "path":
+            text = self._path_value(param, value)
+            if not text or len(text) > self.limits.max_path_value_chars * 3:
+                raise ArgumentsInvalid([{"field": am.argument, "problem": "must be a non-empty, short value"}])
+            path_values[name] = text
+        elif am.location == "query":
+            query.extend(self._query_pairs(param, value))
+        elif am.location == "header":
+            text = self._joined(value, param.explode is True)
+            if len(text) > self.limits.max_header_value_chars or not _HEADER_VALUE_OK.match(text):
+                raise ArgumentsInvalid([{"field": am.argument, "problem": "must be short printable ASCII text"}])
+            headers.append((name, text))
+        elif am.location == "cookie":
+            cookies.append((name, self._joined(value, False)))
+
+    @staticmethod
+    def _joined(value: Any, explode: bool) -> str:
+        if isinstance(value, list):
+            return ",".join(scalar_text(v) for v in value)
+        if isinstance(value, Mapping):
+            sep = "=" if explode else ","
+            return ",".join(f"{k}{sep}{scalar_text(v)}" for k, v in value.items())
+        return scalar_text(value)
+
+    def _path_value(self, param: Parameter, value: Any) -> str:
+        style = param.style or "simple"
+        explode = param.explode is True
+        if isinstance(value, list):
+            items = [_encode_path_value(scalar_text(v)) for v in value]
+            if style == "label":
+                return "." + ("." if explode else ",").join(items)
+            if style == "matrix":
+                if explode:
+                    return "".join(f";{param.name}={i}" for i in items)
+                return f";{param.name}=" + ",".join(items)
+            return ",".join(items)
+        if isinstance(value, Mapping):
+            pairs = [(_encode_path_value(str(k)), _encode_path_value(scalar_text(v))) for k, v in value.items()]
+            inner = ",".join(f"{k}={v}" if explode else f"{k},{v}" for k, v in pairs)
+            if style == "label":
+                return "." + inner
+            if style == "matrix":
+                return f";{param.name}=" + inner
+            return inner
+        text = scalar_text(value)
+        if len(text) > self.limits.max_path_value_chars:
+            return ""
+        encoded = _encode_path_value(text)
+        if style == "label":
+            return "." + encoded
+        if style == "matrix":
+            return f";{param.name}={encoded}"
+        return encoded
+
+    @staticmethod
+    def _query_pairs(param: Parameter, value: Any) -> list[tuple[str, str]]:
+        name = param.name
+        style = param.style or "form"
+        explode = param.explode if param.explode is not None else style == "form"
+        if param.media_type is not None or not isinstance(value, list | Mapping):
+            return [(name, scalar_text(value))]
+        if isinstance(value, list):
+            texts = [scalar_text(v) for v in value]
+            if style == "spaceDelimited":
+                return [(name, " ".join(texts))]
+            if style == "pipeDelimited":
+                return [(name, "|".join(texts))]
+            if explode:
+                return [(name, t) for t in texts]
+            return [(name, ",".join(texts))]
+        if style == "deepObject":
+            return [(f"{name}[{k}]", scalar_text(v)) for k, v in value.items()]
+        if explode:
+            return [(str(k), scalar_text(v)) for k, v in value.items()]
+        return [(name, ",".join(f"{k},{scalar_text(v)}" for k, v in value.items()))]
+
+    def _render_path(self, path_values: Mapping[str, str]) -> str:
+        def sub(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in path_values:
+                raise ArgumentsInvalid([{"field": name, "problem": "is required"}])
+            return path_values[name]
+
+        path = _TEMPLATE.sub(sub, self.operation.path)
+        if not path.startswith("/"):
+            path = "/" + path
+        segments = path.split("/")[1:]
+        if any(seg in (".", "..") for seg in segments) or "?" in path or "#" in path:
+            raise ArgumentsInvalid([{"field": "path", "problem": "path parameters may not form dot segments"}])
+        return path
+
+    def _encode_body(self, payload: Any, errs: list[dict[str, str]]) -> tuple[bytes | None, str | None]:
+        media = self.binding.body_media_type or JSON_MEDIA
+        if media == FORM_URLENCODED:
+            if not isinstance(payload, Mapping):
+                errs.append({"field": "body", "problem": "a form body must be an object"})
+                return None, None
+            return _form_encode(payload, self._encoding()).encode("ascii"), FORM_URLENCODED
+        if media == TEXT_MEDIA:
+            if not isinstance(payload, str):
+                errs.append({"field": "body", "problem": "must be text"})
+                return None, None
+            return payload.encode("utf-8"), "text/plain; charset=utf-8"
+        try:
+            text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            errs.append({"field": "body", "problem": "is not JSON"})
+            return None, None
+        return text.encode("utf-8"), media
+
+    def _encoding(self) -> Mapping[str, Mapping[str, Any]]:
+        rb = self.operation.request_body
+        entry = rb.media(FORM_URLENCODED) if rb is not None else None
+        return entry.encoding if entry is not None else {}
+
+
+def _form_encode(payload: Mapping[str, Any], encoding: Mapping[str, Mapping[str, Any]]) -> str:
+    """``application/x-www-form-urlencoded``: arrays repeat the key, objects are sent as JSON."""
+    pairs: list[tuple[str, str]] = []
+    for key, value in payload.items():
+        enc = encoding.get(key, {})
+        if value is None:
+            continue
+        if isinstance(value, list):
+            if enc.get("explode", True) is False:
+                pairs.append((key, ",".join(scalar_text(v) for v in value)))
+            else:
+                pairs.extend((key, scalar_text(v)) for v in value)
+        else:
+            pairs.append((key, scalar_text(value)))
+    return "&".join(f"{quote_plus(k, safe='')}={quote_plus(v, safe='')}" for k, v in pairs)
+
+
+def _dedupe(errs: list[dict[str, str]]) -> list[dict[str, str]]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for e in errs:
+        key = (e["field"], e["problem"])
+        if key not in seen:
+            seen.add(key)
+            out.append(e)
+    return out[:20]

@@ -1,0 +1,80 @@
+"""Build the operation tools of one pinned spec: load, select (allowlist), translate, wire up.
+
+Framework neutral; :mod:`scopegate.adapters.adk_openapi` wraps it for ADK.
+The toolset owns its HTTP client unless one is passed in; ``aclose()`` releases it.
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from scopegate.errors import ConfigError
+from scopegate.openapi.loader import load_document
+from scopegate.openapi.model import Operation
+from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
+from scopegate.openapi.runtime.http import make_client
+from scopegate.openapi.runtime.ownership import LookupOwner
+from scopegate.openapi.runtime.request import pin_base_url
+from scopegate.openapi.runtime.tool import OperationTool, ToolRuntime
+from scopegate.openapi.select import Selection, select_operations
+from scopegate.openapi.translate import translate
+
+
+def _base_url(settings: ToolsetSettings, op: Operation) -> str:
+    if settings.base_url:
+        return pin_base_url(settings.base_url)
+    for server in op.servers:
+        url = server.default_url()
+        if url.startswith(("http://", "https://")):
+            return pin_base_url(url)
+    raise ConfigError(f"{op.label}: no absolute server URL in the spec; pass base_url")
+
+
+class OperationToolset:
+    """The tools for ``settings.allow``, sharing one client, credentials and limits."""
+
+    def __init__(self, settings: ToolsetSettings, *, client: httpx.AsyncClient | None = None) -> None:
+        if not settings.allow:
+            raise ConfigError("an OpenAPI toolset needs an allowlist of operations")
+        self.settings = settings
+        doc = load_document(settings.spec)
+        infos = select_operations(doc.infos(), Selection.build(allow=settings.allow))
+        translation = translate(doc, infos, settings.translate_options)
+        self._own_client = client is None
+        self.client = client or make_client(settings.timeouts, max_connections=settings.max_connections)
+        registry: dict[str, OperationTool] = {}
+        runtime = ToolRuntime(self.client, settings, doc.security_schemes, registry)
+        used: set[str] = set()
+        tools: list[OperationTool] = []
+        for decl in translation.tools:
+            op = decl.operation
+            keys = [k for k in (op.operation_id, decl.name, op.key) if k]
+            policy = next((settings.policies[k] for k in keys if k in settings.policies), OperationPolicy())
+            used.update(k for k in keys if k in settings.policies)
+            tool = OperationTool(decl, runtime, policy, _base_url(settings, op))
+            tools.append(tool)
+            for key in keys:
+                registry[key] = tool
+        unused = set(settings.policies) - used
+        if unused:
+            raise ConfigError(f"policies for operations that are not in the toolset: {sorted(unused)}")
+        for tool in tools:
+            rule = tool.ownership
+            if isinstance(rule, LookupOwner):
+                lookup = registry.get(rule.operation)
+                if lookup is None or not lookup.read_only:
+                    raise ConfigError(f"{tool.name}: ownership lookup {rule.operation!r} must be an allowlisted read")
+                missing = set(rule.arguments.values()) - {a.argument for a in tool.declaration.binding.arguments}
+                if missing:
+                    raise ConfigError(f"{tool.name}: ownership lookup uses unknown argument(s) {sorted(missing)}")
+        self.tools: tuple[OperationTool, ...] = tuple(tools)
+
+    def tool(self, name: str) -> OperationTool:
+        for tool in self.tools:
+            if name in (tool.name, tool.operation.operation_id):
+                return tool
+        raise KeyError(name)
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self.client.aclose()
