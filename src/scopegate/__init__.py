@@ -9,6 +9,7 @@ from scopegate.backends.base import IngestReport, SearchBackend
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.context import CallContext
 from scopegate.errors import BackendError, ConfigError, IngestError, MissingIndexError, ScopegateError, ToolError
+from scopegate.guard import Guard, GuardedTool
 from scopegate.ingest.mapping import FieldMapping
 from scopegate.scope import Scope, ScopeKeys
 from scopegate.search.spec import KeywordFilter, SearchSpec, TextField
@@ -23,6 +24,8 @@ __all__ = [
     "EmbeddedBackend",
     "FetchTool",
     "FieldMapping",
+    "Guard",
+    "GuardedTool",
     "IngestError",
     "IngestReport",
     "KeywordFilter",

@@ -31,6 +31,8 @@ def call_context_from_adk(tool_context: ToolContext, *, confirmed: bool | None =
         invocation_id=tool_context.invocation_id,
         session_id=getattr(session, "id", None),
         confirmed=confirmed,
+        # Lets the ADK plugin and guard-wrapped tools count one call once.
+        extra={"call_id": tool_context.function_call_id},
     )
 
 

@@ -70,7 +70,7 @@ def call_limit_result(family: str, limit: int, tool: str) -> dict[str, Any]:
     )
 
 
-@dataclass
+@dataclass(slots=True)
 class _InvocationCounts:
     families: dict[str, int] = field(default_factory=dict)
     tools: dict[str, int] = field(default_factory=dict)
@@ -161,7 +161,7 @@ class CallCap:
             return len(self._counts)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Bucket:
     tokens: float
     stamp: float
