@@ -272,6 +272,22 @@ class ArgumentMap:
 
 
 @dataclass(frozen=True)
+class OmittedInput:
+    """A request input deliberately kept out of the declaration.
+
+    ``reason`` is ``"credential"`` (auth parameter or credential-like field:
+    the runtime fills it from server-side state, never the model),
+    ``"reserved_header"`` (Accept, Content-Type... set by the runtime) or
+    ``"read_only"`` (a body property the server fills in).
+    """
+
+    location: ArgumentLocation
+    name: str
+    reason: Literal["credential", "reserved_header", "read_only"]
+    required: bool = False
+
+
+@dataclass(frozen=True)
 class ToolBinding:
     """Everything the runtime needs to turn model arguments into a request.
 
@@ -288,6 +304,7 @@ class ToolBinding:
     body_media_type: str | None = None
     body_schema: JsonSchema | None = None
     body_required: bool = False
+    omitted: tuple[OmittedInput, ...] = ()
 
     def argument(self, name: str) -> ArgumentMap:
         for arg in self.arguments:

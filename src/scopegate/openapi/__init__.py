@@ -1,0 +1,1 @@
+"""OpenAPI specs to reviewed, typed tool declarations (load, select, translate, snapshot)."""
