@@ -1,0 +1,141 @@
+"""Asking the user to approve a state-changing call, through MCP elicitation.
+
+Two protocol eras, one rule ("nothing is sent until the user said yes"):
+
+* handshake era (<= 2025-11-25): the server sends ``elicitation/create`` to the
+  client while the ``tools/call`` is open and waits for the answer;
+* 2026-07-28: the server answers the ``tools/call`` with an
+  ``InputRequiredResult`` carrying the elicitation; the client asks the user
+  and retries the call with the answer and the echoed ``requestState``. The
+  state is sealed by the SDK's ``RequestStateBoundary`` and bound to the tool,
+  its arguments and the caller's identity, so an answer cannot be replayed
+  onto other arguments or by another caller, and an answer sent without a
+  question the server asked is ignored.
+
+A client that cannot elicit gets a structured refusal that explains why; the
+call is not made.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from scopegate.errors import tool_error
+
+log = logging.getLogger("scopegate.server.confirm")
+
+CONFIRM_KEY = "scopegate_confirm"
+CONFIRM_FIELD = "approve"
+CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
+CONFIRMATION_UNAVAILABLE = "CONFIRMATION_UNAVAILABLE"
+CONFIRM_TIMEOUT_S = 300.0
+STATE_VERSION = 1
+MAX_HINT_CHARS = 1000
+
+
+def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def elicitation_supported(ctx: ServerRequestContext[Any, Any]) -> bool:
+    """The client declared form elicitation (an empty ``elicitation`` object means form)."""
+    caps = ctx.session.client_capabilities
+    if caps is None or caps.elicitation is None:
+        return False
+    elicitation = caps.elicitation
+    return not (elicitation.form is None and elicitation.url is not None)
+
+
+def confirm_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            CONFIRM_FIELD: {
+                "type": "boolean",
+                "title": "Approve",
+                "description": "Send this request? Nothing is sent unless you approve.",
+            }
+        },
+        "required": [CONFIRM_FIELD],
+    }
+
+
+def approval_message(hint: str) -> str:
+    text = " ".join(str(hint).split())
+    return text[:MAX_HINT_CHARS] if text else "Approve this change?"
+
+
+def decision_of(answer: types.ElicitResult) -> bool:
+    """True only for an explicit accept with the approve box set."""
+    if answer.action != "accept" or not answer.content:
+        return False
+    return answer.content.get(CONFIRM_FIELD) is True
+
+
+def unavailable(pending: Mapping[str, Any], why: str) -> dict[str, Any]:
+    """The refusal a model gets when the user cannot be asked; nothing was sent."""
+    extra: dict[str, Any] = {}
+    if isinstance(pending.get("confirmation"), Mapping):
+        extra["confirmation"] = pending["confirmation"]
+    return tool_error(
+        CONFIRMATION_UNAVAILABLE,
+        f"This call changes data and needs the user's approval, but {why}; nothing was sent. "
+        "Tell the user what you wanted to do so they can do it themselves or use a client that can ask them.",
+        retryable=False,
+        **extra,
+    )
+
+
+def elicit_request(hint: str) -> types.ElicitRequest:
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(message=approval_message(hint), requested_schema=confirm_schema())
+    )
+
+
+def input_required(hint: str, call_id: str) -> types.InputRequiredResult:
+    state = json.dumps({"v": STATE_VERSION, "call_id": call_id}, separators=(",", ":"))
+    return types.InputRequiredResult(input_requests={CONFIRM_KEY: elicit_request(hint)}, request_state=state)
+
+
+def answered_round(params: types.CallToolRequestParams) -> tuple[str, bool] | None:
+    """(call_id, decision) when this call is the retry answering our question, else None.
+
+    ``request_state`` has already been unsealed (and verified) by the SDK's
+    boundary, so it is state this server minted for this tool and arguments.
+    """
+    if not params.request_state:
+        return None
+    try:
+        state = json.loads(params.request_state)
+    except ValueError:
+        return None
+    if not isinstance(state, dict) or state.get("v") != STATE_VERSION or not isinstance(state.get("call_id"), str):
+        return None
+    answer = (params.input_responses or {}).get(CONFIRM_KEY)
+    if not isinstance(answer, types.ElicitResult):
+        return None
+    return state["call_id"], decision_of(answer)
+
+
+async def ask_now(ctx: ServerRequestContext[Any, Any], hint: str) -> bool | None:
+    """Handshake era: ask over the back-channel. None when the question could not be asked."""
+    try:
+        with anyio.fail_after(CONFIRM_TIMEOUT_S):
+            answer = await ctx.session.elicit_form(
+                approval_message(hint), confirm_schema(), related_request_id=ctx.request_id
+            )
+    except TimeoutError:
+        log.info("confirmation timed out")
+        return None
+    except Exception as exc:
+        log.info("confirmation could not be asked: %s", type(exc).__name__)
+        return None
+    return decision_of(answer)
