@@ -38,6 +38,13 @@ class OperationToolset:
             raise ConfigError("an OpenAPI toolset needs an allowlist of operations")
         self.settings = settings
         doc = load_document(settings.spec)
+        unknown_schemes = sorted(set(settings.credentials) - set(doc.security_schemes))
+        if unknown_schemes:
+            # A typo here would otherwise send every request without credentials.
+            raise ConfigError(
+                f"credentials for security schemes the spec does not define: {unknown_schemes}; "
+                f"the spec defines {sorted(doc.security_schemes)}"
+            )
         infos = select_operations(doc.infos(), Selection.build(allow=settings.allow))
         translation = translate(doc, infos, settings.translate_options)
         self._own_client = client is None
