@@ -127,6 +127,8 @@ def _pid_alive(pid: int) -> bool:
 class OpenSearchNode:
     """Manage one local node. Every method is safe to call twice."""
 
+    url_env = URL_ENV
+
     def __init__(self, config: NodeConfig | None = None) -> None:
         self.config = config or NodeConfig()
         self._proc: subprocess.Popen[bytes] | None = None
@@ -317,7 +319,8 @@ class OpenSearchNode:
             text = self.config.log_file.read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(text.strip().splitlines()[-lines:])
+        current = text.rsplit("\n--- start ", 1)[-1]  # only this run's output
+        return "\n".join(current.strip().splitlines()[-lines:])
 
     def wait_green(self, url: str, *, timeout_s: float = 120.0, pid: int | None = None) -> None:
         """Wait until cluster health is green, or raise with the node's log tail."""
@@ -389,7 +392,10 @@ class OpenSearchNode:
 # -- command line ---------------------------------------------------------
 
 
-def _node_from_args(args: argparse.Namespace) -> OpenSearchNode:
+def _node_from_args(args: argparse.Namespace) -> Any:
+    factory = getattr(args, "node_factory", None)
+    if factory is not None:
+        return factory(args)
     config = NodeConfig()
     if getattr(args, "state_dir", None):
         config.state_dir = Path(args.state_dir).resolve()
@@ -406,8 +412,8 @@ def cmd_start(args: argparse.Namespace) -> int:
     except EngineNodeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"{URL_ENV}={url}")
-    print(f"OpenSearch node ready at {url} in {time.monotonic() - began:.1f}s", file=sys.stderr)
+    print(f"{getattr(node, 'url_env', URL_ENV)}={url}")
+    print(f"node ready at {url} in {time.monotonic() - began:.1f}s", file=sys.stderr)
     return 0
 
 
@@ -449,14 +455,20 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_node_commands(parser: argparse.ArgumentParser) -> None:
-    """Add ``start|stop|status|url|build`` under ``parser``."""
+def add_node_commands(
+    parser: argparse.ArgumentParser, node_factory: Any = None, engine_label: str = "OpenSearch"
+) -> None:
+    """Add ``start|stop|status|url|build`` under ``parser``.
+
+    ``node_factory(args)`` builds the node manager (default: :class:`OpenSearchNode`).
+    """
+    parser.set_defaults(node_factory=node_factory)
     sub = parser.add_subparsers(dest="node_command", required=True, metavar="COMMAND")
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--state-dir",
-            help="folder for the node's data, logs, pid and port files (default .cache/opensearch-node)",
+            help=f"folder for the {engine_label} node's data, logs, pid and port files (default under .cache/)",
         )
 
     start = sub.add_parser("start", help="build the launcher if needed and start a local node in the background")
@@ -484,7 +496,7 @@ def add_node_commands(parser: argparse.ArgumentParser) -> None:
     common(url)
     url.set_defaults(func=cmd_url)
 
-    build = sub.add_parser("build", help="build the Java launcher with Maven (skipped when up to date)")
+    build = sub.add_parser("build", help=f"fetch/build the {engine_label} node with Maven (skipped when up to date)")
     common(build)
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build.set_defaults(func=cmd_build)

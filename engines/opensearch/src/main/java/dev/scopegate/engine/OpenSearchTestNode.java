@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.opensearch.common.logging.LogConfigurator;
 import org.opensearch.common.settings.Settings;
+import org.opensearch.common.unit.TimeValue;
 import org.opensearch.env.Environment;
 import org.opensearch.node.InternalSettingsPreparer;
 import org.opensearch.node.Node;
@@ -80,6 +81,9 @@ public final class OpenSearchTestNode extends Node {
             // A test node lives on whatever disk it gets: never turn indices read-only on a full disk.
             .put("cluster.routing.allocation.disk.threshold_enabled", false)
             .put("action.auto_create_index", false)
+            // Read the clock on every check instead of a value cached for 200 ms, so a search
+            // "timeout" of a few milliseconds fires when it should (tests of partial results).
+            .put("thread_pool.estimated_time_interval", "0ms")
             .put("logger.level", "WARN");
         for (String item : overrides) {
             int eq = item.indexOf('=');
@@ -135,6 +139,11 @@ public final class OpenSearchTestNode extends Node {
         try {
             node = new OpenSearchTestNode(environment, plugins);
             node.start();
+            // One node: replicas can never be assigned, so new indices default to none and health
+            // can reach green. As a node setting this is ignored in 2.19; as a cluster setting it works.
+            node.client().admin().cluster().prepareUpdateSettings()
+                .setPersistentSettings(Settings.builder().put("cluster.default_number_of_replicas", 0))
+                .get(TimeValue.timeValueSeconds(60));
         } catch (Exception e) {
             System.err.println("FATAL: OpenSearch node failed to start: " + e);
             e.printStackTrace(System.err);
