@@ -1,30 +1,35 @@
 #!/usr/bin/env bash
-# Start the services the tests need, run pytest, stop them, and fail when no test ran.
+# Start the engines the tests need, run pytest, stop them, and fail when no test ran.
+#   OpenSearch 2.19.6 and Elasticsearch 8.19 nodes, built/fetched with Maven from Maven Central,
+#   on 127.0.0.1. Redis is started by its own pytest fixture (tests/integration/guard).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BIN=.venv/bin
-status=0
+PY=.venv/bin/python
 
 cleanup() {
-  if [ -n "${STARTED_OPENSEARCH:-}" ]; then
-    $BIN/scopegate engine opensearch stop >/dev/null 2>&1 || true
-  fi
+  $PY -m scopegate.engines.opensearch_node stop >/dev/null 2>&1 || true
+  $PY -m scopegate.engines.elasticsearch_node stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-# The real OpenSearch node: built with Maven from Maven Central artifacts, started on 127.0.0.1.
-if [ -d engines/opensearch ] && $BIN/scopegate engine --help >/dev/null 2>&1; then
-  if url=$($BIN/scopegate engine opensearch start --wait --print-url); then
-    export SCOPEGATE_OPENSEARCH_URL="$url"
-    STARTED_OPENSEARCH=1
-    echo "OpenSearch node up at $url"
+start_engine() {  # $1: module, $2: env var that tells the tests where the node is
+  local out
+  if out=$($PY -m "scopegate.engines.$1" start --clean 2>&1); then
+    local url
+    url=$($PY -m "scopegate.engines.$1" url)
+    export "$2=$url"
+    echo "$1: node up at $url"
   else
-    echo "ERROR: the OpenSearch node did not start" >&2
-    [ "${CI:-}" = "true" ] && exit 1
+    echo "$out" | tail -20 >&2
+    echo "ERROR: $1 did not start" >&2
+    if [ "${CI:-}" = "true" ]; then exit 1; fi
   fi
-fi
+}
 
-$BIN/pytest "$@"
+start_engine opensearch_node SCOPEGATE_OPENSEARCH_URL
+start_engine elasticsearch_node SCOPEGATE_ELASTICSEARCH_URL
+
+$PY -m pytest "$@"
 status=$?
 if [ $status -eq 5 ]; then
   echo "ERROR: pytest collected no tests" >&2

@@ -1,0 +1,151 @@
+"""OpenSearch backend on ``opensearch-py``'s ``AsyncOpenSearch``.
+
+Every request carries a client-side timeout (the spec's ``client_timeout_s``
+for searches and fetches) and the client never retries: a dead node costs one
+bounded attempt, and the next call after the node is back simply succeeds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from opensearchpy import AsyncOpenSearch
+from opensearchpy.exceptions import (
+    ConnectionError as OSConnectionError,
+)
+from opensearchpy.exceptions import (
+    NotFoundError,
+    OpenSearchException,
+    TransportError,
+)
+
+from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, EngineBackend
+from scopegate.errors import BackendError, MissingIndexError
+from scopegate.search.spec import SearchSpec
+
+RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+
+
+def error_type(exc: TransportError) -> str:
+    info = exc.info if isinstance(exc.info, Mapping) else {}
+    error = info.get("error")
+    return str(error.get("type", "")) if isinstance(error, Mapping) else ""
+
+
+class OpenSearchBackend(EngineBackend):
+    """Searches ``<spec.index>-read``; writes go to the index behind it (see :mod:`engine_common`)."""
+
+    engine = "opensearch"
+
+    def __init__(
+        self,
+        spec: SearchSpec,
+        url: str | list[str] = "http://127.0.0.1:9200",
+        *,
+        client: AsyncOpenSearch | None = None,
+        analysis: str = "scopegate_en",
+        shards: int = 1,
+        replicas: int | None = None,
+        refresh_after_write: bool = True,
+        bulk_concurrency: int = 2,
+        on_partial: str = "flag",
+        **client_options: Any,
+    ) -> None:
+        super().__init__(
+            spec,
+            on_partial=on_partial,
+            analysis=analysis,
+            shards=shards,
+            replicas=replicas,
+            refresh_after_write=refresh_after_write,
+            bulk_concurrency=bulk_concurrency,
+        )
+        hosts = [url] if isinstance(url, str) else list(url)
+        self.client = client or AsyncOpenSearch(
+            hosts=hosts,
+            timeout=spec.client_timeout_s,
+            max_retries=0,
+            retry_on_timeout=False,
+            **client_options,
+        )
+
+    # -- engine calls -----------------------------------------------------
+    async def _search(self, index: str, body: dict[str, Any], timeout_s: float) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = await self.client.search(
+            index=index, body=body, params={"request_timeout": timeout_s}
+        )
+        return response
+
+    async def _bulk(self, ndjson: str, timeout_s: float) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = await self.client.bulk(body=ndjson, params={"request_timeout": timeout_s})
+        return response
+
+    async def _refresh(self, index: str) -> None:
+        await self.client.indices.refresh(index=index, params={"request_timeout": ADMIN_TIMEOUT_S})
+
+    async def _put_template(self, name: str, body: dict[str, Any]) -> None:
+        await self.client.indices.put_index_template(name=name, body=body, params={"request_timeout": ADMIN_TIMEOUT_S})
+
+    async def _create_index(self, name: str, body: dict[str, Any]) -> None:
+        await self.client.indices.create(
+            index=name, body=body, params={"request_timeout": ADMIN_TIMEOUT_S, "wait_for_active_shards": "1"}
+        )
+
+    async def _alias_targets(self, alias: str) -> list[str]:
+        try:
+            response = await self.client.indices.get_alias(name=alias, params={"request_timeout": ADMIN_TIMEOUT_S})
+        except NotFoundError:
+            return []
+        return sorted(response.keys())
+
+    async def _update_aliases(self, body: dict[str, Any]) -> None:
+        await self.client.indices.update_aliases(body=body, params={"request_timeout": ADMIN_TIMEOUT_S})
+
+    async def _delete_indices(self, pattern: str) -> None:
+        await self.client.indices.delete(
+            index=pattern,
+            params={"request_timeout": ADMIN_TIMEOUT_S, "ignore_unavailable": "true", "allow_no_indices": "true"},
+        )
+
+    async def _delete_template(self, name: str) -> None:
+        with contextlib.suppress(NotFoundError):
+            await self.client.indices.delete_index_template(name=name, params={"request_timeout": ADMIN_TIMEOUT_S})
+
+    async def _count(self, index: str, body: dict[str, Any]) -> int:
+        response = await self.client.count(index=index, body=body, params={"request_timeout": ADMIN_TIMEOUT_S})
+        return int(response["count"])
+
+    async def _reindex(self, source: str, dest: str) -> int:
+        response = await self.client.reindex(
+            body={"source": {"index": source}, "dest": {"index": dest}},
+            params={"request_timeout": 600, "refresh": "true", "wait_for_completion": "true"},
+        )
+        failures = response.get("failures") or []
+        if failures:
+            raise BackendError(f"reindex into {dest} failed for {len(failures)} documents", retryable=False)
+        return int(response.get("created", 0)) + int(response.get("updated", 0))
+
+    def _translate(self, exc: Exception, name: str) -> BackendError | None:
+        if isinstance(exc, NotFoundError) and error_type(exc) in ("index_not_found_exception", "aliases_not_found"):
+            return MissingIndexError(name)
+        if isinstance(exc, OSConnectionError):  # includes ConnectionTimeout
+            return BackendError(f"cannot reach OpenSearch ({type(exc).__name__})", retryable=True)
+        if isinstance(exc, TransportError):
+            status = exc.status_code if isinstance(exc.status_code, int) else 0
+            kind = error_type(exc) or "error"
+            return BackendError(f"OpenSearch answered {status} {kind}", retryable=status in RETRYABLE_STATUS)
+        if isinstance(exc, OpenSearchException):
+            return BackendError(f"OpenSearch client error ({type(exc).__name__})", retryable=False)
+        return None
+
+    async def _close_client(self) -> None:
+        await self.client.close()
+
+    # -- extras ------------------------------------------------------------
+    async def ping(self) -> bool:
+        try:
+            return bool(await self.client.ping(params={"request_timeout": self.spec.client_timeout_s}))
+        except OpenSearchException:
+            return False
