@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start the engines the tests need, run pytest, stop them, and fail when no test ran.
-#   OpenSearch 2.19.6 and Elasticsearch 8.19 nodes, built/fetched with Maven from Maven Central,
-#   on 127.0.0.1. Redis is started by its own pytest fixture (tests/integration/guard).
+#   The OpenSearch 2.19.6 node is built with Maven from Maven Central and started on 127.0.0.1
+#   here; the Elasticsearch 8.19 node (tests/integration/elasticsearch) and Redis
+#   (tests/integration/guard) are started by their own pytest fixtures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -27,7 +28,8 @@ start_engine() {  # $1: module, $2: env var that tells the tests where the node 
 }
 
 start_engine opensearch_node SCOPEGATE_OPENSEARCH_URL
-start_engine elasticsearch_node SCOPEGATE_ELASTICSEARCH_URL
+# The Elasticsearch tests start their own node (the fault test must own the node it freezes);
+# with CI=true they fail, rather than skip, when it cannot start.
 
 $PY -m pytest "$@"
 status=$?
