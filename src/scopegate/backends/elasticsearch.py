@@ -24,7 +24,6 @@ from elasticsearch import ApiError, AsyncElasticsearch, NotFoundError, Unsupport
 
 from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, EngineBackend
 from scopegate.errors import BackendError, MissingIndexError
-from scopegate.search.spec import SearchSpec
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 CLIENT_MAJOR = 9
@@ -74,46 +73,23 @@ class CompatAsyncElasticsearch(AsyncElasticsearch):
         )
 
 
-class ElasticsearchBackend(EngineBackend):
-    """Searches ``<spec.index>-read`` on Elasticsearch; see :mod:`engine_common` for the layout."""
+class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
+    """Searches ``<spec.index>-read`` on Elasticsearch; see :mod:`engine_common` for the layout.
+
+    Takes :class:`EngineBackend`'s arguments plus ``server_major`` (default
+    ``CLIENT_MAJOR``; ignored when ``client`` is given).
+    """
 
     engine = "elasticsearch"
 
-    def __init__(
-        self,
-        spec: SearchSpec,
-        url: str | list[str] = "http://127.0.0.1:9200",
-        *,
-        client: AsyncElasticsearch | None = None,
-        server_major: int = CLIENT_MAJOR,
-        analysis: str = "scopegate_en",
-        shards: int = 1,
-        replicas: int | None = None,
-        refresh_after_write: bool = True,
-        bulk_concurrency: int = 2,
-        on_partial: str = "flag",
-        **client_options: Any,
-    ) -> None:
-        super().__init__(
-            spec,
-            analysis=analysis,
-            shards=shards,
-            replicas=replicas,
-            refresh_after_write=refresh_after_write,
-            bulk_concurrency=bulk_concurrency,
-            on_partial=on_partial,
+    def _connect(
+        self, hosts: list[str], timeout_s: float, *, server_major: int = CLIENT_MAJOR, **client_options: Any
+    ) -> AsyncElasticsearch:
+        client = CompatAsyncElasticsearch(
+            hosts=hosts, request_timeout=timeout_s, max_retries=0, retry_on_timeout=False, **client_options
         )
-        if client is None:
-            compat = CompatAsyncElasticsearch(
-                hosts=[url] if isinstance(url, str) else list(url),
-                request_timeout=spec.client_timeout_s,
-                max_retries=0,
-                retry_on_timeout=False,
-                **client_options,
-            )
-            compat.server_major = server_major
-            client = compat
-        self.client = client
+        client.server_major = server_major
+        return client
 
     def _with(self, timeout_s: float) -> AsyncElasticsearch:
         return self.client.options(request_timeout=timeout_s)

@@ -1,7 +1,7 @@
 """What the OpenSearch and Elasticsearch backends share: index lifecycle, ingest, search, fetch.
 
-A subclass supplies a handful of engine calls (``_search``, ``_bulk``, alias
-and index admin) with its own client; request bodies come from
+A subclass supplies its client (``_connect``) and a handful of engine calls
+(``_search``, ``_bulk``, alias and index admin); request bodies come from
 :mod:`scopegate.backends.dsl`, so both engines receive the same queries.
 
 Partial results (engine ``timeout`` reached, failed shards) are returned
@@ -24,7 +24,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from itertools import islice
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from scopegate.backends import dsl
 from scopegate.backends.base import IngestReport, ProgressCallback
@@ -37,23 +37,34 @@ from scopegate.search.spec import SearchSpec
 MAX_QUERY_TERMS = 32
 ADMIN_TIMEOUT_S = 30.0
 BULK_TIMEOUT_S = 120.0
+DEFAULT_URL = "http://127.0.0.1:9200"
+
+ClientT = TypeVar("ClientT")
 
 
-class EngineBackend(ABC):
-    """A search backend on an Elasticsearch-family engine (see module docstring)."""
+class EngineBackend(ABC, Generic[ClientT]):
+    """A search backend on an Elasticsearch-family engine (see module docstring).
+
+    ``url`` is one node or a list; ``client`` replaces the client built from
+    ``url`` and ``client_options`` (passed to the engine's client class). The
+    client never retries and times out after the spec's ``client_timeout_s``.
+    """
 
     engine = "engine"
 
     def __init__(
         self,
         spec: SearchSpec,
+        url: str | list[str] = DEFAULT_URL,
         *,
+        client: ClientT | None = None,
         analysis: str = "scopegate_en",
         shards: int = 1,
         replicas: int | None = None,
         refresh_after_write: bool = True,
         bulk_concurrency: int = 2,
         on_partial: str = "flag",
+        **client_options: Any,
     ) -> None:
         if on_partial not in ("flag", "error"):
             raise ValueError("on_partial must be 'flag' or 'error'")
@@ -68,8 +79,16 @@ class EngineBackend(ABC):
         self._analyzer = make_analyzer()
         self._writes = 0
         self._ready = False
+        hosts = [url] if isinstance(url, str) else list(url)
+        self.client: ClientT = (
+            client if client is not None else self._connect(hosts, spec.client_timeout_s, **client_options)
+        )
 
     # -- engine calls a subclass provides --------------------------------
+    @abstractmethod
+    def _connect(self, hosts: list[str], timeout_s: float, **client_options: Any) -> ClientT:
+        """A client for ``hosts`` that never retries and times out after ``timeout_s``."""
+
     @abstractmethod
     async def _search(self, index: str, body: dict[str, Any], timeout_s: float) -> Mapping[str, Any]: ...
 

@@ -23,7 +23,6 @@ from opensearchpy.exceptions import (
 
 from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, EngineBackend
 from scopegate.errors import BackendError, MissingIndexError
-from scopegate.search.spec import SearchSpec
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 
@@ -34,42 +33,13 @@ def error_type(exc: TransportError) -> str:
     return str(error.get("type", "")) if isinstance(error, Mapping) else ""
 
 
-class OpenSearchBackend(EngineBackend):
+class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
     """Searches ``<spec.index>-read``; writes go to the index behind it (see :mod:`engine_common`)."""
 
     engine = "opensearch"
 
-    def __init__(
-        self,
-        spec: SearchSpec,
-        url: str | list[str] = "http://127.0.0.1:9200",
-        *,
-        client: AsyncOpenSearch | None = None,
-        analysis: str = "scopegate_en",
-        shards: int = 1,
-        replicas: int | None = None,
-        refresh_after_write: bool = True,
-        bulk_concurrency: int = 2,
-        on_partial: str = "flag",
-        **client_options: Any,
-    ) -> None:
-        super().__init__(
-            spec,
-            on_partial=on_partial,
-            analysis=analysis,
-            shards=shards,
-            replicas=replicas,
-            refresh_after_write=refresh_after_write,
-            bulk_concurrency=bulk_concurrency,
-        )
-        hosts = [url] if isinstance(url, str) else list(url)
-        self.client = client or AsyncOpenSearch(
-            hosts=hosts,
-            timeout=spec.client_timeout_s,
-            max_retries=0,
-            retry_on_timeout=False,
-            **client_options,
-        )
+    def _connect(self, hosts: list[str], timeout_s: float, **client_options: Any) -> AsyncOpenSearch:
+        return AsyncOpenSearch(hosts=hosts, timeout=timeout_s, max_retries=0, retry_on_timeout=False, **client_options)
 
     # -- engine calls -----------------------------------------------------
     async def _search(self, index: str, body: dict[str, Any], timeout_s: float) -> Mapping[str, Any]:

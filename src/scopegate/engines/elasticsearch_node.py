@@ -35,13 +35,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
-from scopegate.engines.opensearch_node import (
-    NodeStatus,
+from scopegate.engines import _node
+from scopegate.engines._node import (
+    LocalNode,
+    NodeLayout,
+    _cmdline,
     _env_path,
     _pid_alive,
-    add_node_commands,
+    apply_args,
     find_java,
     free_port,
     repo_root,
@@ -55,7 +56,7 @@ RUN_USER = "scopegate-es"
 
 
 @dataclass
-class ESNodeConfig:
+class ESNodeConfig(NodeLayout):
     state_dir: Path = field(
         default_factory=lambda: _env_path(
             "SCOPEGATE_ELASTICSEARCH_STATE_DIR", repo_root() / ".cache" / "elasticsearch-node"
@@ -70,26 +71,23 @@ class ESNodeConfig:
     def dist(self) -> Path:
         return self.state_dir / "dist" / f"elasticsearch-{self.version}"
 
-    @property
-    def home(self) -> Path:
-        return self.state_dir / "home"
-
-    @property
-    def log_file(self) -> Path:
-        return self.state_dir / "node.log"
-
 
 def _java_home(java: str) -> str:
     return str(Path(os.path.realpath(java)).parents[1])
 
 
-class ElasticsearchNode:
+class ElasticsearchNode(LocalNode[ESNodeConfig]):
     """Manage one local Elasticsearch node; same interface as :class:`OpenSearchNode`."""
 
     url_env = URL_ENV
+    label = "Elasticsearch"
+    start_timeout_s = 180.0
+    start_attempts = 1
+    not_built_message = "the Elasticsearch distribution is not unpacked (run with build enabled)"
+    poll_s = 0.5
 
     def __init__(self, config: ESNodeConfig | None = None) -> None:
-        self.config = config or ESNodeConfig()
+        super().__init__(config or ESNodeConfig())
 
     # -- fetch ("build") ----------------------------------------------------
     @property
@@ -138,30 +136,10 @@ class ElasticsearchNode:
                     extracted.chmod(mode)
         return True
 
-    # -- state --------------------------------------------------------------
-    def _read_int(self, name: str) -> int | None:
-        try:
-            return int((self.config.state_dir / name).read_text().strip())
-        except (OSError, ValueError):
-            return None
-
-    def pid(self) -> int | None:
-        pid = self._read_int("node.pid")
-        if pid is None or not _pid_alive(pid):
-            return None
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
-        except OSError:
-            return None
-        return pid if str(self.config.dist) in cmdline else None
-
-    def url(self) -> str | None:
-        port = self._read_int("http.port")
-        return f"http://127.0.0.1:{port}" if port else None
-
-    def _clear_state(self) -> None:
-        for name in ("node.pid", "http.port", "url"):
-            (self.config.state_dir / name).unlink(missing_ok=True)
+    # -- running -------------------------------------------------------
+    def _is_our_process(self, pid: int) -> bool:
+        args = _cmdline(pid)
+        return args is not None and any(str(self.config.dist) in arg for arg in args)
 
     def _run_user(self) -> str | None:
         """The user the node runs as when we are root (created if missing), else None."""
@@ -182,34 +160,11 @@ class ElasticsearchNode:
                 ) from None
         return RUN_USER
 
-    # -- lifecycle ----------------------------------------------------------
-    def start(
-        self,
-        *,
-        wait: bool = True,
-        timeout_s: float = 180.0,
-        clean: bool = False,
-        http_port: int | None = None,
-        build: bool = True,
-    ) -> str:
-        running = self.pid()
-        if running is not None:
-            url = self.url()
-            if url is None:
-                raise EngineNodeError(f"node pid {running} is running but its port is unknown; stop it first")
-            if wait:
-                self.wait_green(url, timeout_s=timeout_s, pid=running)
-            return url
-        if build:
-            self.build()
-        elif not self.is_built():
-            raise EngineNodeError("the Elasticsearch distribution is not unpacked (run with build enabled)")
+    def _prepare(self, *, clean: bool) -> None:
+        super()._prepare(clean=clean)
         cfg = self.config
-        if clean and cfg.home.exists():
-            shutil.rmtree(cfg.home)
-        for sub in ("data", "logs", "tmp"):
+        for sub in ("data", "logs"):
             (cfg.home / sub).mkdir(parents=True, exist_ok=True)
-        self._clear_state()
         user = self._run_user()
         if user is not None:
             entry = pwd.getpwnam(user)
@@ -219,7 +174,9 @@ class ElasticsearchNode:
             # The user must be able to reach the folders on the way down.
             for parent in (cfg.state_dir, cfg.dist.parent):
                 parent.chmod(parent.stat().st_mode | 0o711)
-        port = http_port or free_port()
+
+    def _command(self, port: int) -> tuple[list[str], dict[str, str] | None]:
+        cfg = self.config
         java = cfg.java or find_java()
         settings = [
             "discovery.type=single-node",
@@ -237,6 +194,7 @@ class ElasticsearchNode:
         cmd = [str(cfg.dist / "bin" / "elasticsearch")]
         for item in settings:
             cmd += ["-E", item]
+        user = self._run_user()  # made by _prepare
         if user is not None:
             cmd = ["runuser", "-u", user, "--", *cmd]
         env = {
@@ -246,64 +204,17 @@ class ElasticsearchNode:
             "ES_TMPDIR": str(cfg.home / "tmp"),
         }
         env.pop("JAVA_HOME", None)
-        with cfg.log_file.open("ab") as log:
-            log.write(f"\n--- start {time.strftime('%Y-%m-%dT%H:%M:%S')} port {port}\n".encode())
-            log.flush()
-            proc = subprocess.Popen(
-                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
-            )
-        self._proc = proc
-        (cfg.state_dir / "node.pid").write_text(f"{proc.pid}\n")
-        (cfg.state_dir / "http.port").write_text(f"{port}\n")
-        url = f"http://127.0.0.1:{port}"
-        (cfg.state_dir / "url").write_text(url + "\n")
-        if wait:
-            try:
-                self.wait_green(url, timeout_s=timeout_s, pid=proc.pid)
-            except EngineNodeError:
-                self.stop(grace_s=10)
-                raise
-        return url
+        return cmd, env
 
-    def log_tail(self, lines: int = 30) -> str:
-        try:
-            text = self.config.log_file.read_text(errors="replace")
-        except OSError:
-            return ""
-        return "\n".join(text.rsplit("\n--- start ", 1)[-1].strip().splitlines()[-lines:])
+    def _abort_start(self, pid: int) -> None:
+        self.stop(grace_s=10)
 
-    def wait_green(self, url: str, *, timeout_s: float = 180.0, pid: int | None = None) -> None:
-        deadline = time.monotonic() + timeout_s
-        last = "no answer yet"
-        proc = getattr(self, "_proc", None)
-        with httpx.Client(timeout=httpx.Timeout(5.0, connect=1.0)) as client:
-            while time.monotonic() < deadline:
-                if pid is not None:
-                    exited = proc.poll() if proc is not None and proc.pid == pid else (None if _pid_alive(pid) else -1)
-                    if exited is not None:
-                        raise EngineNodeError(
-                            f"Elasticsearch exited during start (status {exited}):\n{self.log_tail()}"
-                        )
-                try:
-                    resp = client.get(f"{url}/_cluster/health", params={"wait_for_status": "green", "timeout": "2s"})
-                    if resp.status_code == 200 and resp.json().get("status") == "green":
-                        return
-                    last = f"HTTP {resp.status_code}"
-                except httpx.HTTPError as exc:
-                    last = type(exc).__name__
-                time.sleep(0.5)
-        raise EngineNodeError(f"Elasticsearch at {url} not green within {timeout_s:.0f}s ({last}):\n{self.log_tail()}")
-
-    def stop(self, *, grace_s: float = 30.0, kill: bool = False) -> bool:
-        pid = self.pid()
-        if pid is None:
-            self._clear_state()
-            return False
-        sig = signal.SIGKILL if kill else signal.SIGTERM
+    def _terminate(self, pid: int, *, grace_s: float, kill: bool = False) -> None:
+        # The whole process group: runuser, the CLI launcher and the server share the session.
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, sig)  # runuser, the CLI launcher and the server share the session
+            os.killpg(pid, signal.SIGKILL if kill else signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        proc = getattr(self, "_proc", None)
+        proc = self._proc
         while time.monotonic() < deadline and _pid_alive(pid):
             if proc is not None and proc.pid == pid and proc.poll() is not None:
                 break
@@ -312,41 +223,20 @@ class ElasticsearchNode:
             os.killpg(pid, signal.SIGKILL)
         if proc is not None and proc.pid == pid:
             proc.wait(timeout=10)
-        self._clear_state()
-        return True
-
-    def status(self, *, timeout_s: float = 2.0) -> NodeStatus:
-        pid = self.pid()
-        url = self.url()
-        if pid is None or url is None:
-            return NodeStatus(pid is not None, pid, url, None, "not running" if pid is None else "port unknown")
-        try:
-            resp = httpx.get(f"{url}/_cluster/health", timeout=timeout_s)
-            health = str(resp.json().get("status")) if resp.status_code == 200 else None
-            detail = "" if health else f"HTTP {resp.status_code}"
-        except (httpx.HTTPError, ValueError) as exc:
-            health, detail = None, f"no answer: {type(exc).__name__}"
-        return NodeStatus(True, pid, url, health, detail)
 
 
 def node_from_args(args: argparse.Namespace) -> ElasticsearchNode:
-    config = ESNodeConfig()
-    if getattr(args, "state_dir", None):
-        config.state_dir = Path(args.state_dir).resolve()
-    if getattr(args, "heap", None):
-        config.heap = args.heap
-    return ElasticsearchNode(config)
+    return ElasticsearchNode(apply_args(ESNodeConfig(), args))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    return _node.run_cli(
+        argv,
         prog="python -m scopegate.engines.elasticsearch_node",
         description=f"Manage the local Elasticsearch {ES_VERSION} test node.",
+        node_factory=node_from_args,
+        engine_label="Elasticsearch",
     )
-    add_node_commands(parser, node_from_args, "Elasticsearch")
-    args = parser.parse_args(argv)
-    result: int = args.func(args)
-    return result
 
 
 if __name__ == "__main__":

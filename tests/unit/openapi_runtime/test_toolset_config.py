@@ -20,6 +20,9 @@ def test_unknown_credential_scheme_fails() -> None:
 
 def test_known_credential_scheme_builds() -> None:
     settings = ToolsetSettings(
-        spec=SPEC_PATH, allow=("getOrder",), base_url="http://127.0.0.1:9", credentials={"customerToken": FromState("t")}
+        spec=SPEC_PATH,
+        allow=("getOrder",),
+        base_url="http://127.0.0.1:9",
+        credentials={"customerToken": FromState("t")},
     )
     assert [t.name for t in OperationToolset(settings).tools] == ["getOrder"]
