@@ -18,13 +18,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import generated_tickets, machine, percentiles, query_plan, write_results  # noqa: E402
+from _common import generated_tickets, machine, percentiles, query_plan, write_results
 
-from scopegate.backends.embedded import EmbeddedBackend  # noqa: E402
-from scopegate.demo.corpus import ticket_spec  # noqa: E402
-from scopegate.scope import Scope  # noqa: E402
-from scopegate.search.analysis import analyze  # noqa: E402
-from scopegate.search.model import SearchQuery  # noqa: E402
+from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.demo.corpus import ticket_spec
+from scopegate.scope import Scope
+from scopegate.search.analysis import analyze
+from scopegate.search.model import SearchQuery
 
 
 def bench_tantivy(size: int, plan: list[tuple[str, str, str | None]], root: Path) -> dict[str, Any]:
