@@ -80,30 +80,29 @@ def _state(args: argparse.Namespace) -> dict[str, Any]:
     return state
 
 
-def _cmd_search(args: argparse.Namespace) -> int:
+def _run_tool(index: str, tool_kind: str, tool_args: dict[str, Any], args: argparse.Namespace) -> int:
+    """Call the search or fetch tool on an embedded index as a model would, in the given scope."""
     from scopegate.backends.embedded import EmbeddedBackend
     from scopegate.context import CallContext
-    from scopegate.search.tools import SearchTool
+    from scopegate.search.tools import FetchTool, SearchTool
 
-    backend = EmbeddedBackend.open(args.index)
+    backend = EmbeddedBackend.open(index)
+    tool = SearchTool(backend.spec, backend) if tool_kind == "search" else FetchTool(backend.spec, backend)
+    result = asyncio.run(tool.run(tool_args, CallContext(state=_state(args))))
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0 if result.get("status") == "ok" else 2
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
     tool_args: dict[str, Any] = {"query": args.query, "page": args.page}
     for pair in args.filter or []:
         name, _, value = pair.partition("=")
         tool_args[name] = value
-    result = asyncio.run(SearchTool(backend.spec, backend).run(tool_args, CallContext(state=_state(args))))
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    return 0 if result.get("status") == "ok" else 2
+    return _run_tool(args.index, "search", tool_args, args)
 
 
 def _cmd_get(args: argparse.Namespace) -> int:
-    from scopegate.backends.embedded import EmbeddedBackend
-    from scopegate.context import CallContext
-    from scopegate.search.tools import FetchTool
-
-    backend = EmbeddedBackend.open(args.index)
-    result = asyncio.run(FetchTool(backend.spec, backend).run({"id": args.id}, CallContext(state=_state(args))))
-    print(json.dumps(result, indent=2, ensure_ascii=False))
-    return 0 if result.get("status") == "ok" else 2
+    return _run_tool(args.index, "fetch", {"id": args.id}, args)
 
 
 def _cmd_spec(args: argparse.Namespace) -> int:
