@@ -9,7 +9,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from scopegate.search.analysis import analyze
+from scopegate.search.spec import spec_from_dict
+from scopegate.testing.oracle import expected_total
 
 SPEC = {
     "name": "search_issues",
@@ -46,12 +47,7 @@ def test_ingest_search_get_on_nlbse_issues(tmp_path: Path, shared: Callable[...,
     found = scopegate("search", str(index), "crash when opening", "--tenant", tenant, "--filter", "label=bug")
     assert found.returncode == 0, found.stderr
     result = json.loads(found.stdout)
-    terms = set(analyze("crash when opening"))
-    expected = sum(
-        1
-        for r in rows
-        if r["repo"] == tenant and r["label"] == "bug" and terms & set(analyze(r["title"] + " " + r["body"]))
-    )
+    expected = expected_total(spec_from_dict(SPEC), rows, "crash when opening", tenant, {"label": "bug"})
     assert result["total"] == expected > 0
     own_ids = {str(i) for i, r in enumerate(rows, start=1) if r["repo"] == tenant}
     assert all(hit["issue_id"] in own_ids for hit in result["results"])

@@ -8,9 +8,9 @@ from typing import Any
 
 from scopegate.demo.corpus import ticket_spec
 from scopegate.scope import Scope
-from scopegate.search.analysis import analyze
 from scopegate.search.model import SearchQuery
 from scopegate.search.spec import SearchSpec
+from scopegate.testing import oracle
 
 
 def unique_spec(base: SearchSpec | None = None, **changes: Any) -> SearchSpec:
@@ -37,11 +37,4 @@ def query(
 
 def expected_total(corpus: list[dict[str, Any]], text: str, tenant: str, filters: dict[str, str]) -> int:
     """Ground truth: documents of the tenant, passing the filters, sharing a term with the query."""
-    terms = set(analyze(text))
-    return sum(
-        1
-        for d in corpus
-        if d["tenant_id"] == tenant
-        and all(d.get(k) == v for k, v in filters.items())
-        and terms & set(analyze(d["subject"] + " " + d["body"]))
-    )
+    return oracle.expected_total(ticket_spec(), corpus, text, tenant, filters)

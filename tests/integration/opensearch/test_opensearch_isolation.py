@@ -15,8 +15,8 @@ from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.context import CallContext
 from scopegate.demo.corpus import INJECTION_ID
 from scopegate.scope import Scope
-from scopegate.search.analysis import analyze
 from scopegate.search.tools import FetchTool, SearchTool
+from scopegate.testing.oracle import expected_total
 
 TENANTS = ("alpha", "beta")
 PER_TENANT = 120
@@ -92,15 +92,8 @@ async def test_tool_search_never_crosses_tenants(
         assert out["error_code"] == "BAD_QUERY", out
         return
     assert all(owner[r["ticket_id"]] == tenant for r in out["results"]), out
-    terms = set(analyze(" ".join(text.split())))
-    expected = sum(
-        1
-        for d in docs
-        if d["tenant_id"] == tenant
-        and (product is None or d["product"] == product)
-        and terms & set(analyze(d["subject"] + " " + d["body"]))
-    )
-    assert out["total"] == expected
+    filters = {"product": product} if product else {}
+    assert out["total"] == expected_total(backend.spec, docs, text, tenant, filters)
     assert out["total_relation"] == "eq"
 
 
