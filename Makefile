@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CACHE  := $(CURDIR)/.cache
 
-.PHONY: demo test install install-dev lint typecheck bench clean opensearch-node
+.PHONY: demo test install install-dev lint typecheck bench eval docs clean opensearch-node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,15 @@ lint: install-dev
 
 bench: install-dev
 	$(BIN)/python bench/bench_embedded.py
+
+# Full offline agent evals (every shipped set, the 0.5B and 1.5B models, pass^3) -> bench/results/eval_*.md/.json.
+# CPU-heavy: runs niced; SCOPEGATE_LLM_THREADS=2 on a quiet machine (default: 2 when idle, else 1).
+eval: install-dev
+	nice -n 10 $(BIN)/python bench/bench_eval.py
+
+# The docs site into .cache/site (reference pages generated from the code); `mkdocs serve` to preview.
+docs: install-dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 clean:
 	rm -rf $(VENV) $(CACHE) build dist src/*.egg-info

@@ -44,7 +44,7 @@ async def measure(backend: EmbeddedBackend, queries: int) -> dict[str, Any]:
         args: dict[str, Any] = {"query": text}
         if product:
             args["product"] = product
-        result = await tool.run(args, CallContext(state={"tenant_id": tenant}))
+        result = (await tool.run(args, CallContext(state={"tenant_id": tenant}))).result
         t2 = time.perf_counter()
         assert result["status"] == "ok", result
         raw_ms.append((t1 - t0) * 1000)

@@ -38,7 +38,9 @@ from scopegate.guard.cache import MemoryStore, RedisStore, TieredStore, ToolCach
 from scopegate.guard.calllog import CallLog
 from scopegate.guard.guard import Guard
 from scopegate.scope import Scope, ScopeKeys, read_scope
+from scopegate.search.normalise import search_cache_args
 from scopegate.search.tools import SearchTool
+from scopegate.tools import ToolOutcome
 
 KEYS = ScopeKeys()
 
@@ -50,6 +52,8 @@ class NoWorkTool:
     description = "no-op search"
     family = "search"
     read_only = True
+    requires_confirmation = False
+    scope_keys = KEYS
 
     def __init__(self, result: dict[str, Any]) -> None:
         self.result = result
@@ -58,24 +62,30 @@ class NoWorkTool:
     async def generation(self) -> str:
         return self._generation
 
+    def cache_args(self, args: Mapping[str, Any]) -> Any:
+        return search_cache_args(args)
+
     def parameters_schema(self) -> dict[str, Any]:
         return {"type": "object"}
 
     def scope_of(self, ctx: CallContext) -> Scope | None:
         return read_scope(ctx.state, KEYS)
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
+    def describe(self, args: Mapping[str, Any]) -> dict[str, Any]:
         return {
             "query": " ".join(str(args.get("query", "")).lower().split()),
             "filters": {},
             "page": args.get("page", 1),
-            "total": result.get("total"),
-            "total_relation": "eq",
-            "ids": [r["ticket_id"] for r in result.get("results", [])],
         }
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
-        return self.result
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
+        log = {
+            **self.describe(args),
+            "total": self.result.get("total"),
+            "total_relation": "eq",
+            "ids": [r["ticket_id"] for r in self.result.get("results", [])],
+        }
+        return ToolOutcome(self.result, log)
 
 
 async def timed(fn: Callable[[int], Awaitable[Any]], n: int) -> list[float]:
@@ -188,10 +198,10 @@ async def hit_vs_miss(
         _, tenant, _ = plan[i]
         await cache.clear()
         t = time.perf_counter()
-        first = await guard.call(tool, args(i), ctx(tenant, i))
+        first = (await guard.call(tool, args(i), ctx(tenant, i))).result
         miss.append((time.perf_counter() - t) * 1000.0)
         t = time.perf_counter()
-        second = await guard.call(tool, args(i), ctx(tenant, i))
+        second = (await guard.call(tool, args(i), ctx(tenant, i))).result
         hit.append((time.perf_counter() - t) * 1000.0)
         assert first == second and first["status"] == "ok"
         t = time.perf_counter()

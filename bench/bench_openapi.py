@@ -4,7 +4,7 @@ One run measures, on the GitHub (3 MB JSON) and OpenAI (3 MB YAML, OAS 3.1)
 specs, each in a fresh subprocess (median of --repeat runs):
 
 * scopegate: load + select + translate a 5-operation allowlist, and all operations
-  (`scopegate_libyaml`: the same with PyYAML's libyaml instead of yaml_rs);
+  (YAML through scopegate.documents: libyaml events, see bench_yaml.py);
 * google.adk.tools.openapi_tool.OpenAPIToolset: construct tools + declarations;
 * fastmcp.FastMCP.from_openapi: construct the server + list its tools.
 
@@ -61,7 +61,7 @@ SPECS: dict[str, dict[str, Any]] = {
         "allow": ["listModels", "retrieveModel", "listFiles", "retrieveFile", "createEmbedding"],
     },
 }
-SYSTEMS = ("scopegate", "scopegate_libyaml", "adk", "fastmcp")
+SYSTEMS = ("scopegate", "adk", "fastmcp")
 MODES = ("allow5", "all")
 
 
@@ -79,15 +79,12 @@ def _parse_for_peer(path: Path) -> Any:
 
 
 # ----------------------------------------------------------------- workers
-def worker_scopegate(path: Path, allow: list[str] | None, *, libyaml: bool = False) -> dict[str, Any]:
+def worker_scopegate(path: Path, allow: list[str] | None) -> dict[str, Any]:
     t0 = time.perf_counter()
-    from scopegate.openapi import parse
     from scopegate.openapi.loader import load_document
     from scopegate.openapi.select import Selection, select_operations
     from scopegate.openapi.translate import translate
 
-    if libyaml:  # as if yaml_rs were not installed
-        parse._yaml_rs = None
     t1 = time.perf_counter()
     doc = load_document(path)
     t2 = time.perf_counter()
@@ -102,11 +99,6 @@ def worker_scopegate(path: Path, allow: list[str] | None, *, libyaml: bool = Fal
         if not wanted or t.operation.operation_id in wanted
     )
     return {"import_s": t1 - t0, "parse_s": t2 - t1, "build_s": t3 - t2, "tools": len(decls), "decl_chars": chars}
-
-
-def worker_scopegate_libyaml(path: Path, allow: list[str] | None) -> dict[str, Any]:
-    """scopegate forced onto PyYAML's libyaml parser (as if yaml_rs were not installed)."""
-    return worker_scopegate(path, allow, libyaml=True)
 
 
 def worker_adk(path: Path, allow: list[str] | None) -> dict[str, Any]:
@@ -162,7 +154,6 @@ def run_worker(system: str, spec_path: str, allow: str) -> None:
     ops = [a for a in allow.split(",") if a] if allow else None
     fn = {
         "scopegate": worker_scopegate,
-        "scopegate_libyaml": worker_scopegate_libyaml,
         "adk": worker_adk,
         "fastmcp": worker_fastmcp,
     }[system]
@@ -234,7 +225,7 @@ def render_md(report: dict[str, Any]) -> str:
         "",
         f"Machine: {report['machine']}. Median of {report['repeat']} fresh subprocesses per cell. "
         "`total` = parse + build (library import excluded; shown separately). "
-        "Peers parse YAML with PyYAML's libyaml CSafeLoader; scopegate uses its own loader (yaml_rs when installed).",
+        "Peers parse YAML with PyYAML's libyaml CSafeLoader; scopegate uses scopegate.documents (libyaml events).",
         "",
         "| spec | ops | system | parse s | build s | total s | import s | process s | peak RSS MB | tools "
         "| decl chars |",

@@ -82,9 +82,9 @@ async def measure(base: str, calls: int) -> dict[str, Any]:
             response = await plain_client.get(url, headers={"X-Staff-Key": STAFF_KEY})
             response.json()
             t1 = time.perf_counter()
-            result = await tool.run({"orderId": "ord_1001"}, ctx)
+            result = (await tool.run({"orderId": "ord_1001"}, ctx)).result
             t2 = time.perf_counter()
-            refused = await cancel.run({"orderId": "ord_2001", "reason": "other"}, confirmed)
+            refused = (await cancel.run({"orderId": "ord_2001", "reason": "other"}, confirmed)).result
             t3 = time.perf_counter()
             assert response.status_code == 200 and result["status"] == "ok", result
             assert refused["error_code"] == "NOT_FOUND", refused

@@ -81,7 +81,7 @@ async def measure(backend: OpenSearchBackend, queries: int) -> dict[str, Any]:
         async def tool_call(args: dict[str, Any] = args, ctx: CallContext = ctx) -> float:
             inside.clear()
             t0 = time.perf_counter()
-            result = await tool.run(args, ctx)
+            result = (await tool.run(args, ctx)).result
             assert result["status"] == "ok", result
             return time.perf_counter() - t0
 

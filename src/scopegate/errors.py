@@ -12,15 +12,43 @@ from typing import Any
 
 
 class ScopegateError(Exception):
-    """Base of every exception scopegate raises to application code."""
+    """Base of every exception scopegate raises to application code.
+
+    Each subclass that replaces a built-in exception used before (``ValueError``
+    for bad arguments, ``KeyError`` for unknown names) also derives from that
+    built-in, so ``except ValueError`` in existing code keeps working.
+    """
 
 
-class ConfigError(ScopegateError):
+class ConfigError(ScopegateError, ValueError):
     """A spec, mapping or configuration object is invalid."""
 
 
+class UnknownNameError(ScopegateError, KeyError):
+    """A lookup by name (tool, operation, index) found nothing; ``name`` says what was asked for."""
+
+    def __init__(self, kind: str, name: str, known: tuple[str, ...] | list[str] = ()) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known)
+        shown = ", ".join(self.known[:20]) + (" ..." if len(self.known) > 20 else "")
+        super().__init__(f"no {kind} named {name!r}" + (f"; known: {shown}" if self.known else ""))
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 class IngestError(ScopegateError):
-    """Ingest could not proceed (unreadable input, bad mapping, engine refused)."""
+    """Ingest could not proceed (unreadable input, bad mapping, engine refused, disk full).
+
+    ``committed`` and ``commits`` say what had been committed (durably, and
+    visible to searches) before the failure, when a write had started.
+    """
+
+    def __init__(self, message: str, *, committed: int | None = None, commits: int | None = None) -> None:
+        super().__init__(message)
+        self.committed = committed
+        self.commits = commits
 
 
 class BackendError(ScopegateError):
@@ -40,8 +68,133 @@ class MissingIndexError(BackendError):
         self.name = name
 
 
+class FieldUnavailable(BackendError):
+    """The index lacks a field a tool needs (e.g. a date field added to the spec after it was built)."""
+
+    def __init__(self, field: str, why: str) -> None:
+        super().__init__(f"field {field!r} {why}", retryable=False, code="FIELD_UNAVAILABLE")
+        self.field = field
+
+
 class EngineNodeError(ScopegateError):
     """A local engine node (e.g. the test OpenSearch node) could not be built or started."""
+
+
+class ScopeMissing(ScopegateError):
+    """Session state holds no usable scope (tools turn it into a ``NO_SCOPE`` envelope)."""
+
+
+class ScopeNotCarried(ConfigError):
+    """Groups or a user were given for a tool whose scope keys have no state key for them."""
+
+
+class MissingExtraError(ScopegateError):
+    """A feature needs an optional extra that is not installed (``pip install 'scopegate[<extra>]'``)."""
+
+    def __init__(self, extra: str, module: str) -> None:
+        super().__init__(f"this needs the {extra!r} extra (module {module!r} is not installed): {install_hint(extra)}")
+        self.extra = extra
+        self.module = module
+
+
+def install_hint(extra: str) -> str:
+    return f"pip install 'scopegate[{extra}]'"
+
+
+class IdentityError(ScopegateError, ValueError):
+    """Verified credentials do not name a usable identity (no tenant, malformed ids)."""
+
+
+class ScopeTrustWarning(ScopegateError, UserWarning):
+    """A warning category: tools read scope from session state that clients of the ADK server can write."""
+
+
+class NoCredentials(ScopegateError):
+    """No alternative of an operation's security requirement could be satisfied (``NOT_AUTHORIZED``).
+
+    ``code`` and ``retryable`` are what the model is told; ``str()`` is for operators (never a secret).
+    """
+
+    code = "NOT_AUTHORIZED"
+    retryable = False
+    public_message = "No credentials for this operation are available in this session."
+
+
+class CredentialUnavailable(NoCredentials):
+    """A per-user downstream credential could not be obtained (the provider refused or failed a token exchange).
+
+    Nothing is sent downstream. ``code`` is ``NOT_AUTHORIZED`` (refused: the user's token does not allow it)
+    or ``UNAVAILABLE`` (the provider could not be reached; ``retryable``).
+    """
+
+    def __init__(self, message: str, *, code: str = "NOT_AUTHORIZED", retryable: bool = False, public: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.retryable = retryable
+        self.public_message = public
+
+
+class ProviderUnavailable(ScopegateError):
+    """The identity provider did not answer usably (network, timeout, an HTTP error, malformed metadata or keys)."""
+
+
+class KeyRefreshPending(ProviderUnavailable):
+    """A token names a signing key the cached JWKS lacks, and the next refresh is allowed in ``retry_after`` s."""
+
+    def __init__(self, retry_after: float) -> None:
+        super().__init__(f"unknown signing key; the key set may be refreshed in {retry_after:.1f}s")
+        self.retry_after = retry_after
+
+
+class ResponseUnreadable(ScopegateError):
+    """A response body the OpenAPI runtime will not read (``UPSTREAM_ERROR``). ``reason``:
+    ``"encoding"`` (an unsupported, too deep or too wide stack of content codings) or
+    ``"decode"`` (broken compressed data)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+class ArgumentsInvalid(ScopegateError, ValueError):
+    """The arguments do not fit an operation. ``problems``: ``[{"field", "problem"}]`` (``BAD_ARGUMENTS``)."""
+
+    def __init__(self, problems: list[dict[str, str]]) -> None:
+        super().__init__("; ".join(f"{p['field']}: {p['problem']}" for p in problems))
+        self.problems = problems
+
+
+class ToolFailure(ScopegateError):
+    """Raised by a hand-written tool to answer the model with an error envelope of its choosing.
+
+    ``code`` is an upper-case error code (``NOT_FOUND``, ``CONFLICT``, ...) and ``message`` text
+    written *for the model* (it is shown, bounded); ``extra`` adds JSON-able keys (``allowed``,
+    ``hint``). Any other exception a tool raises becomes ``INTERNAL`` and its text is never shown.
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool = False, **extra: Any) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.retryable = retryable
+        self.extra = extra
+
+
+class ConfirmationRequired(ScopegateError):
+    """Raised by ``AppContext.confirm`` when the user has not approved yet: the call stops, the user is asked.
+
+    Do not catch it. Catching it changes nothing: the call still answers ``CONFIRMATION_REQUIRED``
+    and no state-changing sibling tool can run before the approval.
+    """
+
+    def __init__(self, hint: str, payload: dict[str, Any]) -> None:
+        super().__init__(hint)
+        self.hint = hint
+        self.payload = payload
+
+
+class CompositionError(ScopegateError):
+    """A hand-written tool used its sibling tools or confirmation wrongly (a bug in the tool, answered ``INTERNAL``)."""
 
 
 # Error codes a model can see. Kept as constants so tests and adapters agree.
@@ -67,6 +220,9 @@ REDIRECT_BLOCKED = "REDIRECT_BLOCKED"
 RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
 CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
 CONFIRMATION_REJECTED = "CONFIRMATION_REJECTED"
+CONFIRMATION_UNAVAILABLE = "CONFIRMATION_UNAVAILABLE"
+# The caller's access token lacks the scopes a tool needs (MCP over HTTP; the gate answers 403 first).
+INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,10 @@ from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.context import CallContext
 from scopegate.guard.calllog import CallLog, MemorySink
 from scopegate.guard.guard import Guard
+from scopegate.search.normalise import search_cache_args
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, final_text
+from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, call_with_id, final_text
+from scopegate.tools import ToolOutcome
 
 QUERIES = ["refund failed", "E4012", "card declined", "Apple Pay", "processor unavailable", "charged twice",
            "refund window", "payout"]  # fmt: skip
@@ -29,36 +31,45 @@ GIVE_UP = "I searched as much as allowed; the search limit was reached, so this 
 class CountingTool:
     """Delegates to a real tool and counts how often it really ran."""
 
-    def __init__(self, tool: Any) -> None:
+    def __init__(self, tool: SearchTool) -> None:
         self.inner = tool
         self.name, self.description, self.family, self.read_only = tool.name, tool.description, tool.family, True
+        self.requires_confirmation = False
+        self.scope_keys = tool.scope_keys
         self.runs = 0
 
     def parameters_schema(self) -> dict[str, Any]:
-        return self.inner.parameters_schema()  # type: ignore[no-any-return]
+        return self.inner.parameters_schema()
 
     def scope_of(self, ctx: CallContext) -> Any:
         return self.inner.scope_of(ctx)
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.log_fields(args, result)  # type: ignore[no-any-return]
+    def cache_args(self, args: Mapping[str, Any]) -> Any:
+        return search_cache_args(args)
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    def describe(self, args: Mapping[str, Any]) -> Any:
+        return self.inner.describe(args)
+
+    async def generation(self) -> str:
+        return await self.inner.generation()
+
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         self.runs += 1
-        return await self.inner.run(args, ctx)  # type: ignore[no-any-return]
-
-    @property
-    def backend(self) -> Any:
-        return self.inner.backend
+        return await self.inner.run(args, ctx)
 
 
-def looping_model() -> ScriptedLlm:
-    """Searches with a new query every turn until a tool says CALL_LIMIT, then answers."""
+def looping_model(call_id: str | None = None) -> ScriptedLlm:
+    """Searches with a new query every turn until a tool says CALL_LIMIT, then answers.
+
+    With ``call_id`` every function call carries that same model-chosen id.
+    """
     position = itertools.cycle(QUERIES)
 
     def step(responses: list[tuple[str, dict[str, Any]]]) -> Turn:
         if any(r.get("error_code") == "CALL_LIMIT" for _, r in responses):
             return final_text(GIVE_UP)
+        if call_id is not None:
+            return call_with_id(call_id, "search_tickets", query=next(position))
         return call("search_tickets", query=next(position))
 
     return ScriptedLlm([step] * (len(QUERIES) + 1))
@@ -162,5 +173,24 @@ async def test_guarded_tools_cap_cache_log_and_measure_a_real_run(runner_parts: 
     assert guard.metrics is not None
     snap = guard.metrics.snapshot()
     assert snap["answered_questions"] == 1 and snap["searches_per_answered_question"] == 4
-    assert snap["error_rate_by_code"] == {"CALL_LIMIT": pytest.approx(1 / 5)}
+    # the refused fifth call did not run: counted apart, not an error of the tool (issue 19)
+    assert snap["refused_by_code"] == {"CALL_LIMIT": 1} and snap["error_rate_by_code"] == {}
+    await runner.close()
+
+
+async def test_a_repeated_function_call_id_does_not_get_past_the_cap(runner_parts: Any) -> None:
+    """A model that sends the same function-call id on every call is still stopped at the fifth search.
+
+    Guarded tools and the plugin are both installed (the plugin's default is to enforce the cap):
+    each call is counted exactly once, and the id the model chose plays no part in the count.
+    """
+    guard, sink, search, fetch = runner_parts
+    tools = [AdkTool(guard.wrap(search)), AdkTool(guard.wrap(fetch))]
+    agent = LlmAgent(name="support", model=looping_model(call_id="fc-same"), instruction="Use the tools.", tools=tools)
+    runner = InMemoryRunner(app=App(name="cap", root_agent=agent, plugins=[GuardPlugin(guard)]))
+    session = await runner.session_service.create_session(app_name="cap", user_id="u", state={"tenant_id": "acme"})
+    check_capped_turn(await run_turn(runner, session.id))
+    assert search.runs == 4
+    assert guard.call_log is not None and guard.call_log.flush(5)
+    assert [r["error_code"] for r in sink.records() if r["event"] == "call"] == [None] * 4 + ["CALL_LIMIT"]
     await runner.close()

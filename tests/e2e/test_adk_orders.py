@@ -27,7 +27,7 @@ from scopegate.demo.orders_demo import (
 )
 from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
 from scopegate.examples.orders.server import RunningService, running_orders_service
-from scopegate.testing.scripted_llm import ScriptedLlm, Turn, final_text
+from scopegate.testing.scripted_llm import ScriptedLlm, Turn, final_text, function_responses
 
 APP = "orders_e2e"
 
@@ -43,15 +43,6 @@ def _reset(service: RunningService) -> None:
     service.state.reset()
 
 
-def _responses(events: list[Any]) -> list[tuple[str, dict[str, Any]]]:
-    return [
-        (part.function_response.name, dict(part.function_response.response or {}))
-        for event in events
-        for part in (event.content.parts if event.content and event.content.parts else [])
-        if part.function_response is not None
-    ]
-
-
 async def _runner(toolset: OpenApiToolset, model: ScriptedLlm) -> InMemoryRunner:
     agent = LlmAgent(name="orders_assistant", model=model, instruction="Help with orders.", tools=[toolset])
     return InMemoryRunner(agent=agent, app_name=APP)
@@ -65,7 +56,7 @@ async def test_read_confirmed_change_and_foreign_order(service: RunningService) 
     try:
         session = await runner.session_service.create_session(app_name=APP, user_id=ALICE, state={"user_id": ALICE})
         read = await send(runner, session, user_text("Where is ord_1001?"), lines.append)
-        ((name, result),) = _responses(read)
+        ((name, result),) = function_responses(read)
         assert name == "getOrder" and result["status"] == "ok"
         assert result["untrusted"]["data"]["customer_id"] == ALICE
 
@@ -79,14 +70,14 @@ async def test_read_confirmed_change_and_foreign_order(service: RunningService) 
         assert service.state.hits("getOrder") == 1  # only the first read so far
 
         done = await send(runner, session, confirmation_answer(request, True), lines.append)
-        ((name, result),) = _responses(done)
+        ((name, result),) = function_responses(done)
         assert name == "updateShippingAddress" and result["status"] == "ok", result
         assert service.state.hits("updateShippingAddress") == 1
         with service.state.lock:
             assert service.state.orders["ord_1001"]["shipping_address"]["line1"] == NEW_ADDRESS["line1"]
 
         foreign = await send(runner, session, user_text("And ord_2001?"), lines.append)
-        ((name, result),) = _responses(foreign)
+        ((name, result),) = function_responses(foreign)
         assert result["error_code"] == "NOT_FOUND"
         assert BOB not in json.dumps(result) and "Bob" not in json.dumps(result)
         assert "I cannot find that order" in lines[-1]
@@ -121,7 +112,7 @@ async def test_rejected_confirmation_sends_nothing(service: RunningService) -> N
     finally:
         await runner.close()
         await toolset.close()
-    ((name, result),) = _responses(answered)
+    ((name, result),) = function_responses(answered)
     assert name == "cancelOrder"
     assert result["error_code"] == "CONFIRMATION_REJECTED"
     assert lines[-1].endswith("Not cancelled: CONFIRMATION_REJECTED")
@@ -151,3 +142,41 @@ async def test_tools_are_filtered_per_session(service: RunningService) -> None:
     finally:
         await toolset.close()
     assert seen == {"reader": {"getOrder", "listOrders"}, "agent": {"getOrder", "cancelOrder"}, "none": set()}
+
+
+async def test_a_guarded_operation_is_capped_logged_and_still_asks_for_confirmation(service: RunningService) -> None:
+    """One ADK path: an OpenAPI tool under the guard gets the cap, the call log and ADK's confirmation."""
+    from scopegate.guard.calllog import CallLog, MemorySink
+    from scopegate.guard.cap import CallCap, CapPolicy
+    from scopegate.guard.guard import Guard
+
+    sink = MemorySink()
+    guard = Guard(cap=CallCap(CapPolicy(family_limits={"openapi": 3})), call_log=CallLog(sink))
+    toolset = OpenApiToolset(orders_settings(service.base_url), guard=guard)
+    runner = await _runner(toolset, ScriptedLlm(demo_script()))
+    try:
+        session = await runner.session_service.create_session(app_name=APP, user_id=ALICE, state={"user_id": ALICE})
+        await send(runner, session, user_text("Where is ord_1001?"), lambda _line: None)
+        asked = await send(runner, session, user_text("Ship ord_1001 to 5 Quai Voltaire."), lambda _line: None)
+        (request,) = confirmation_requests(asked)
+        assert service.state.hits("updateShippingAddress") == 0
+        done = await send(runner, session, confirmation_answer(request, True), lambda _line: None)
+        ((name, result),) = function_responses(done)
+        assert name == "updateShippingAddress" and result["status"] == "ok", result
+        assert service.state.hits("updateShippingAddress") == 1
+    finally:
+        await runner.close()
+        await toolset.close()
+        await guard.aclose()
+    calls = [r for r in sink.records() if r["event"] == "call"]
+    assert [(r["tool"], r["error_code"]) for r in calls] == [
+        ("getOrder", None),
+        ("updateShippingAddress", "CONFIRMATION_REQUIRED"),
+        ("updateShippingAddress", None),
+    ]
+    assert all(r["operation_id"] and "Quai Voltaire" not in json.dumps(r) for r in calls)  # names, never values
+    assert "line1" in calls[2]["arguments"]
+    # Counted once each: the read and the change; the approved continuation is the same call.
+    assert guard.cap is not None
+    invocations = {r["invocation_id"] for r in calls}
+    assert sum(guard.cap.used(family="openapi", invocation_id=i) for i in invocations) == 2

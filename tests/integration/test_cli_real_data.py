@@ -64,13 +64,11 @@ def test_ingest_search_get_on_nlbse_issues(tmp_path: Path, shared: Callable[...,
 
 
 def test_every_command_has_help() -> None:
-    from scopegate.cli import build_parser
+    from scopegate.cli import cli
 
-    parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    names = list(sub.choices)  # type: ignore[attr-defined]
+    names = list(cli.commands)
     assert {"demo", "ingest", "search", "get", "spec"} <= set(names)
-    helps = {a.dest: a.help for a in sub._choices_actions}  # type: ignore[attr-defined]
+    helps = {name: command.get_short_help_str() for name, command in cli.commands.items()}
     for name in names:
         assert helps.get(name), f"command {name} has no help text"
         done = scopegate(name, "--help")

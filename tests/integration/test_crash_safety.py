@@ -40,9 +40,10 @@ WRITER = textwrap.dedent(
 ).replace("BATCH_SIZE", str(BATCH))
 
 
-def _run_and_kill(path: Path, start: int, commits_before_kill: int) -> int:
+def run_and_kill(path: Path, start: int, commits_before_kill: int, writer: str = WRITER) -> int:
+    """Run ``writer`` (a script printing ``COMMITTED <n>``) and SIGKILL it after that many commits."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(start)],
+        [sys.executable, "-c", writer, str(path), str(start)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -70,7 +71,7 @@ def test_kill_9_mid_ingest_keeps_committed_data(tmp_path: Path, round_count: int
     path = tmp_path / "index"
     committed = 0
     for round_number in range(round_count):
-        committed = _run_and_kill(path, committed, commits_before_kill=2 + round_number)
+        committed = run_and_kill(path, committed, commits_before_kill=2 + round_number)
         backend = EmbeddedBackend(ticket_spec(), path)
         total = backend.count_sync()
         # Everything reported committed is there; an uncommitted batch may or may not have landed whole.

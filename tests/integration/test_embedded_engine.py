@@ -27,7 +27,7 @@ def ctx(tenant: str | None, **extra: Any) -> CallContext:
 async def test_totals_are_per_tenant_and_exact(embedded: EmbeddedBackend, tickets: list[dict[str, Any]]) -> None:
     tool = SearchTool(embedded.spec, embedded)
     for tenant in ("acme", "globex"):
-        out = await tool.run({"query": "apple pay refund failed", "product": "payments"}, ctx(tenant))
+        out = (await tool.run({"query": "apple pay refund failed", "product": "payments"}, ctx(tenant))).result
         assert out["status"] == "ok"
         assert out["total"] == expected_total(
             embedded.spec, tickets, "apple pay refund failed", tenant, {"product": "payments"}
@@ -40,7 +40,7 @@ async def test_totals_are_per_tenant_and_exact(embedded: EmbeddedBackend, ticket
 async def test_error_codes_are_one_token(embedded: EmbeddedBackend, tickets: list[dict[str, Any]]) -> None:
     tool = SearchTool(embedded.spec, embedded)
     for code in ("E4012", "card_declined", "PSP-502"):
-        out = await tool.run({"query": code}, ctx("acme"))
+        out = (await tool.run({"query": code}, ctx("acme"))).result
         assert out["total"] == expected_total(embedded.spec, tickets, code, "acme") > 0, code
     # card_declined must not match tickets that merely say "card" and "declined" apart.
     declined_apart = [
@@ -51,7 +51,7 @@ async def test_error_codes_are_one_token(embedded: EmbeddedBackend, tickets: lis
         and "card" in t["body"]
         and "declined" in t["body"]
     ]
-    out = await tool.run({"query": "card_declined", "page": 1}, ctx("acme"))
+    out = (await tool.run({"query": "card_declined", "page": 1}, ctx("acme"))).result
     assert not {r["ticket_id"] for r in out["results"]} & {t["ticket_id"] for t in declined_apart}
 
 
@@ -60,7 +60,7 @@ async def test_pages_do_not_overlap_and_stop(embedded: EmbeddedBackend) -> None:
     seen: list[str] = []
     page: int | None = 1
     while page:
-        out = await tool.run({"query": "refund", "page": page}, ctx("acme"))
+        out = (await tool.run({"query": "refund", "page": page}, ctx("acme"))).result
         seen += [r["ticket_id"] for r in out["results"]]
         page = out["next_page"]
     assert len(seen) == len(set(seen)) == 20
@@ -68,24 +68,24 @@ async def test_pages_do_not_overlap_and_stop(embedded: EmbeddedBackend) -> None:
 
 async def test_no_scope(embedded: EmbeddedBackend) -> None:
     for state in ({}, {"tenant_id": ""}, {"tenant_id": "   "}, {"tenant_id": None}):
-        out = await SearchTool(embedded.spec, embedded).run({"query": "refund"}, CallContext(state=state))
+        out = (await SearchTool(embedded.spec, embedded).run({"query": "refund"}, CallContext(state=state))).result
         assert out["error_code"] == "NO_SCOPE"
-        out = await FetchTool(embedded.spec, embedded).run({"id": "ACM-00001"}, CallContext(state=state))
+        out = (await FetchTool(embedded.spec, embedded).run({"id": "ACM-00001"}, CallContext(state=state))).result
         assert out["error_code"] == "NO_SCOPE"
 
 
 async def test_query_without_words_is_bad_query(embedded: EmbeddedBackend) -> None:
-    out = await SearchTool(embedded.spec, embedded).run({"query": "* OR :"}, ctx("acme"))
+    out = (await SearchTool(embedded.spec, embedded).run({"query": "* OR :"}, ctx("acme"))).result
     assert out["error_code"] == "BAD_QUERY"
 
 
 async def test_fetch_in_and_out_of_scope_look_the_same(embedded: EmbeddedBackend) -> None:
     tool = FetchTool(embedded.spec, embedded)
-    mine = await tool.run({"id": "ACM-00001"}, ctx("acme"))
+    mine = (await tool.run({"id": "ACM-00001"}, ctx("acme"))).result
     assert mine["status"] == "ok" and mine["document"]["ticket_id"] == "ACM-00001"
     assert "tenant_id" not in mine["document"] and mine["document"]["status"] in {"open", "pending", "solved", "closed"}
-    other = await tool.run({"id": "GLO-00001"}, ctx("acme"))
-    absent = await tool.run({"id": "GLO-99999"}, ctx("acme"))
+    other = (await tool.run({"id": "GLO-00001"}, ctx("acme"))).result
+    absent = (await tool.run({"id": "GLO-99999"}, ctx("acme"))).result
     assert other["error_code"] == absent["error_code"] == "NOT_FOUND"
     assert other["message"].replace("GLO-00001", "X") == absent["message"].replace("GLO-99999", "X")
 
@@ -128,7 +128,7 @@ def test_upsert_is_idempotent_and_updates(tmp_path: Path) -> None:
     backend.ingest_sync([{**docs[0], "subject": "beta"}])
     assert backend.count_sync() == 50
     assert backend.get_sync("d0", Scope("t"))["subject"] == "beta"  # type: ignore[index]
-    assert backend.delete_sync(["d1", "d2", "nope"]) == 3
+    assert backend.delete_sync(["d1", "d2", "nope"], tenant="t") == 3
     assert backend.count_sync() == 48
     assert backend.get_sync("d1", Scope("t")) is None
 
@@ -154,7 +154,7 @@ async def test_persistence_and_open(tmp_path: Path) -> None:
     await backend.close()
     reopened = EmbeddedBackend.open(path)
     assert reopened.spec == _mini_spec()
-    out = await SearchTool(reopened.spec, reopened).run({"query": "E4012"}, ctx("t"))
+    out = (await SearchTool(reopened.spec, reopened).run({"query": "E4012"}, ctx("t"))).result
     assert out["total"] == 1
     reopened.ingest_sync([{"doc_id": "d2", "tenant_id": "t", "body": "more"}])
     assert await reopened.generation() != gen1
@@ -173,13 +173,13 @@ async def test_groups_scope(tmp_path: Path) -> None:
         ]
     )
     tool = SearchTool(spec, backend)
-    out = await tool.run({"query": "refund"}, ctx("t", groups=["support"]))
+    out = (await tool.run({"query": "refund"}, ctx("t", groups=["support"]))).result
     assert [r["doc_id"] for r in out["results"]] == ["g2"] and out["total"] == 1
-    out = await tool.run({"query": "refund"}, ctx("t", groups=["sales", "legal"]))
+    out = (await tool.run({"query": "refund"}, ctx("t", groups=["sales", "legal"]))).result
     assert out["total"] == 3
-    out = await tool.run({"query": "refund"}, ctx("t"))
+    out = (await tool.run({"query": "refund"}, ctx("t"))).result
     assert out["error_code"] == "NO_SCOPE"
-    fetched = await FetchTool(spec, backend).run({"id": "g3"}, ctx("t", groups=["sales"]))
+    fetched = (await FetchTool(spec, backend).run({"id": "g3"}, ctx("t", groups=["sales"]))).result
     assert fetched["error_code"] == "NOT_FOUND"
 
 
@@ -194,6 +194,6 @@ async def test_backend_failures_are_structured(spec: SearchSpec) -> None:
 
     for cls, code, retry in ((Broken, "INTERNAL", True), (Slow, "SEARCH_UNAVAILABLE", True)):
         fast_spec = SearchSpec(**{**spec.__dict__, "engine_timeout_s": 0.1, "client_timeout_s": 0.2})
-        out = await SearchTool(fast_spec, cls(fast_spec)).run({"query": "refund"}, ctx("acme"))
+        out = (await SearchTool(fast_spec, cls(fast_spec)).run({"query": "refund"}, ctx("acme"))).result
         assert out["error_code"] == code and out["retryable"] is retry
         assert "secret" not in out["message"]

@@ -107,7 +107,7 @@ def test_search_never_crosses_tenants(two_tenants: Any, text: str, tenant: str, 
     args: dict[str, Any] = {"query": text, "page": page}
     if product:
         args["product"] = product
-    out = asyncio.run(SearchTool(backend.spec, backend).run(args, CallContext(state={"tenant_id": tenant})))
+    out = asyncio.run(SearchTool(backend.spec, backend).run(args, CallContext(state={"tenant_id": tenant}))).result
     if out["status"] == "error":
         assert out["error_code"] in {"BAD_QUERY"}, out
         return
@@ -126,7 +126,7 @@ def test_fetch_never_crosses_tenants(two_tenants: Any, doc: int, owner_tenant: s
         FetchTool(backend.spec, backend).run(
             {"id": f"{owner_tenant}-{doc}{suffix}"}, CallContext(state={"tenant_id": other})
         )
-    )
+    ).result
     assert out["status"] == "error" and out["error_code"] in {"NOT_FOUND", "BAD_ARGUMENTS"}
 
 
@@ -136,7 +136,7 @@ def test_injection_ticket_cannot_widen_scope(embedded: EmbeddedBackend) -> None:
 
     tool = SearchTool(embedded.spec, embedded)
     state = CallContext(state={"tenant_id": "initech"})
-    first = asyncio.run(tool.run({"query": "apple pay refund failed read this first"}, state))
+    first = asyncio.run(tool.run({"query": "apple pay refund failed read this first"}, state)).result
     assert INJECTION_ID in [r["ticket_id"] for r in first["results"]]
     for args in (
         {"query": "tenant_id:* OR tenant_id:acme refund"},
@@ -144,8 +144,8 @@ def test_injection_ticket_cannot_widen_scope(embedded: EmbeddedBackend) -> None:
         {"query": "refund", "product": "payments OR 1=1"},
         {"query": '{"bool":{"must":[{"match_all":{}}]}}'},
     ):
-        out = asyncio.run(tool.run(args, state))
+        out = asyncio.run(tool.run(args, state)).result
         assert out["status"] == "error" or all(r["ticket_id"].startswith("INI-") for r in out["results"]), out
-    total_initech = asyncio.run(tool.run({"query": "refund"}, state))["total"]
+    total_initech = asyncio.run(tool.run({"query": "refund"}, state)).result["total"]
     initech_docs = embedded.count_sync(__import__("scopegate.scope").scope.Scope("initech"))
     assert 0 < total_initech <= initech_docs < embedded.count_sync()

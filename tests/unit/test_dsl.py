@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -29,6 +30,8 @@ def tickets() -> SearchSpec:
             KeywordFilter("product", ("payments", "payouts", "billing", "identity")),
             KeywordFilter("status", ("open", "pending", "solved", "closed")),
         ),
+        index="tickets",
+        id_field="ticket_id",
         result_fields=("subject", "status", "product"),
     )
 
@@ -123,7 +126,10 @@ def test_group_field_without_groups_matches_nothing_group_restricted(grouped: Se
 def test_model_text_is_only_ever_multi_match_text(tickets: SearchSpec, text: str) -> None:
     body = dsl.search_body(tickets, make_query(tickets, text, Scope("acme")))
     must = body["query"]["bool"]["must"]
-    assert must == [
+    # combined_fields (the default): a match query on the catch-all field, never a parser.
+    assert must == [{"match": {"scopegate_all": {"query": text, "operator": "or"}}}]
+    best = dataclasses.replace(tickets, field_combination="best_fields")
+    assert dsl.search_body(best, make_query(best, text, Scope("acme")))["query"]["bool"]["must"] == [
         {"multi_match": {"query": text, "type": "best_fields", "fields": ["subject^3", "body"], "operator": "or"}}
     ]
     assert body["query"]["bool"]["filter"][0] == {"term": {"tenant_id": "acme"}}
@@ -208,15 +214,6 @@ def test_index_names() -> None:
     assert names.version_of("other-v1") is None
 
 
-def test_alias_swap_is_one_atomic_call() -> None:
-    assert dsl.alias_swap_actions("t-read", ["t-v1"], "t-v2") == {
-        "actions": [
-            {"remove": {"index": "t-v1", "alias": "t-read"}},
-            {"add": {"index": "t-v2", "alias": "t-read", "is_write_index": True}},
-        ]
-    }
-
-
 # -- documents ---------------------------------------------------------------
 
 
@@ -235,7 +232,30 @@ def test_bulk_operations_project_fields_and_refuse_bad_records(grouped: SearchSp
     assert "secret" not in json.dumps(lines)
     assert [doc_id for doc_id, _ in refused] == ["#3", "#4", "D-5", "D-6", "x" * 600]
     assert refused[0][1] == "missing doc_id"
-    assert refused[2][1] == "missing org"
+    assert refused[2][1] == "org '  ' has leading or trailing whitespace"  # refused, never stripped
+    assert refused[3][1] == "missing org"
+
+
+def test_bulk_bodies_stay_under_the_request_limit_and_never_split_a_document() -> None:
+    # Issue 13: 2,000 realistic 30 KB tickets (and the combined field repeating them) made one
+    # bulk body over http.max_content_length, and OpenSearch answered 413.
+    lines: list[dict[str, Any]] = []
+    for i in range(40):
+        lines += [{"index": {"_index": "t-v1", "_id": f"T-{i}"}}, {"body": "ü" * (1_000 + 997 * i)}]
+    lines += [{"index": {"_index": "t-v1", "_id": "huge"}}, {"body": "x" * 90_000}]
+    bodies = dsl.bulk_bodies(lines, max_chars=50_000)
+    assert len(bodies) > 1
+    assert sum(count for _, count in bodies) == 41
+    sources = []
+    for ndjson, count in bodies:
+        assert ndjson.endswith("\n")
+        rows = [json.loads(row) for row in ndjson.splitlines()]
+        assert len(rows) == 2 * count and all("index" in action for action in rows[0::2])
+        assert len(ndjson) <= 50_000 or count == 1  # only a document over the limit goes alone
+        sources += rows
+    assert sources == lines  # every pair once, in order
+    assert dsl.bulk_bodies([]) == []
+    assert len(dsl.bulk_bodies(lines)) == 1  # the default limit: 16 M characters
 
 
 def test_bulk_errors_reports_per_document_reasons() -> None:
@@ -313,3 +333,62 @@ def test_parse_integer_total(tickets: SearchSpec) -> None:
 def test_parse_fetch_response() -> None:
     assert dsl.parse_fetch_response({"hits": {"hits": []}}) is None
     assert dsl.parse_fetch_response({"hits": {"hits": [{"_source": {"a": 1}}]}}) == {"a": 1}
+
+
+# -- field combinations and vectors (issue 14) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("combination", "tie_breaker", "expected"),
+    [
+        (
+            "best_fields",
+            0.3,
+            {
+                "multi_match": {
+                    "query": "refund refund E4012",
+                    "type": "best_fields",
+                    "fields": ["subject^3", "body"],
+                    "operator": "or",
+                    "tie_breaker": 0.3,
+                }
+            },
+        ),
+        (
+            "most_fields",
+            0.0,
+            {
+                "multi_match": {
+                    "query": "refund refund E4012",
+                    "type": "most_fields",
+                    "fields": ["subject^3", "body"],
+                    "operator": "or",
+                }
+            },
+        ),
+        ("combined_fields", 0.0, {"match": {"scopegate_all": {"query": "refund refund E4012", "operator": "or"}}}),
+    ],
+)
+def test_field_combinations(tickets: SearchSpec, combination: str, tie_breaker: float, expected: Any) -> None:
+    spec = dataclasses.replace(tickets, field_combination=combination, tie_breaker=tie_breaker)  # type: ignore[arg-type]
+    assert dsl.text_query(spec, "refund refund E4012") == expected
+    has_combined = "scopegate_all" in dsl.mappings(spec)["properties"]
+    assert has_combined == (combination == "combined_fields")
+
+
+def test_combined_field_repeats_each_field_by_its_weight(tickets: SearchSpec) -> None:
+    source = dsl.document_source(tickets, {"ticket_id": "T-1", "tenant_id": "acme", "subject": "Refund", "body": "x y"})
+    assert source["scopegate_all"] == "Refund\nRefund\nRefund\nx y"
+
+
+def test_knn_body_puts_scope_inside_the_knn_search(tickets: SearchSpec, snap: Any) -> None:
+    q = make_query(tickets, "money back", Scope("acme"), (("product", "payments"),))
+    es = dsl.knn_body(tickets, q, [0.5, 0.5], 100, engine="elasticsearch")
+    os_ = dsl.knn_body(tickets, q, [0.5, 0.5], 100, engine="opensearch")
+    scope = [{"term": {"tenant_id": "acme"}}, {"term": {"product": "payments"}}]
+    assert es["knn"]["filter"] == scope
+    assert os_["query"]["knn"]["scopegate_vector"]["filter"] == {"bool": {"filter": scope}}
+    assert "query" not in es  # no post-filter: the filter is part of the k-NN search
+    assert {"es": es, "opensearch": os_} == snap
+    assert dsl.vector_mapping(384, engine="elasticsearch")["similarity"] == "dot_product"
+    assert dsl.vector_mapping(384, engine="opensearch")["method"]["engine"] == "lucene"

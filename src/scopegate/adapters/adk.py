@@ -1,47 +1,141 @@
-"""Google ADK adapter: scopegate tools as native ADK ``BaseTool`` objects.
+"""Google ADK adapter: scopegate tools as native ADK tools and toolsets. The one ADK path.
 
-The adapter only translates: ADK's ``ToolContext`` becomes a
-:class:`~scopegate.context.CallContext` (session state, invocation and session
-ids) and the neutral tool does the rest. The model's schema is the tool's own
-``parameters_schema()``; the tool context never appears in it.
+The adapter only translates:
+
+* :func:`call_context` is the one ``ToolContext`` -> :class:`CallContext`
+  conversion (session state as a private copy, invocation and session ids,
+  the user's confirmation decision, the signed-in user's bearer token for
+  per-user downstream credentials). Callbacks and plugins use it too. The
+  state a tool sees is decided by :mod:`scopegate.adapters.adk_scope`: the
+  identity a trusted binding bound to the invocation, a verified signed scope,
+  or (warned once) session state as clients left it.
+* :class:`AdkTool` turns any :class:`ScopedTool` (search, fetch, an OpenAPI
+  operation, a guarded tool) into an ADK ``BaseTool``. The declaration is the
+  tool's own ``parameters_schema()``. Tools that require confirmation go
+  through ADK's flow: the first call returns ``CONFIRMATION_REQUIRED`` and
+  sends nothing, the adapter calls ``tool_context.request_confirmation``; when
+  ADK resumes the call with the user's ``ToolConfirmation``, the decision
+  reaches the tool as ``CallContext.confirmed`` and the tool re-checks it.
+  Guarded and confirmation-gated are independent: a guarded OpenAPI tool gets
+  both.
+* :class:`ScopegateToolset` is an ADK ``BaseToolset`` over scopegate tools,
+  with per-session visibility filters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from google.adk.agents.readonly_context import ReadonlyContext
+from google.adk.models.llm_request import LlmRequest
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from scopegate.adapters.adk_scope import (
+    ScopePolicy,
+    check_policy,
+    default_policy,
+    observe_invocation,
+    presented_token,
+    resolve_state,
+)
 from scopegate.backends.base import SearchBackend
-from scopegate.context import CallContext
+from scopegate.context import CallContext, SubjectToken
+from scopegate.errors import CONFIRMATION_REQUIRED, INTERNAL, tool_error
+from scopegate.guard.guard import Guard, GuardedTool
+from scopegate.scope import ScopeKeys
+from scopegate.search.agg_tool import AggregateTool
+from scopegate.search.aggregation import AggregationSpec
 from scopegate.search.spec import SearchSpec
 from scopegate.search.tools import FetchTool, SearchTool
 from scopegate.tools import ScopedTool
 
+log = logging.getLogger("scopegate.adapters.adk")
 
-def call_context_from_adk(tool_context: ToolContext, *, confirmed: bool | None = None) -> CallContext:
-    """Session state and ids from ADK; a plain dict copy, so a tool cannot write back."""
-    state: Mapping[str, Any] = tool_context.state.to_dict()
-    session = tool_context.session
+SessionFilter = Callable[[ReadonlyContext | None, "AdkTool"], bool]
+
+
+def session_id_of(context: Any) -> str | None:
+    try:
+        session = context.session
+    except Exception:  # some contexts carry no session
+        return None
+    sid = getattr(session, "id", None)
+    return str(sid) if sid is not None else None
+
+
+def _state_copy(context: Any) -> dict[str, Any]:
+    state: Any = context.state
+    to_dict = getattr(state, "to_dict", None)
+    return dict(to_dict()) if callable(to_dict) else {k: state[k] for k in state}
+
+
+def call_context(
+    tool_context: ToolContext,
+    *,
+    with_confirmation: bool = False,
+    scope_keys: ScopeKeys | None = None,
+    policy: ScopePolicy | None = None,
+) -> CallContext:
+    """The :class:`CallContext` of one ADK tool call.
+
+    State is a plain copy, so a tool cannot write back into the session. Which
+    state: see :func:`scopegate.adapters.adk_scope.resolve_state` (a bound or
+    signed identity under the binding's keys and the tool's ``scope_keys``,
+    else session state under the ``policy``, by default the process's).
+    ``extra["scope_source"]`` says which. ``with_confirmation`` reads the user's
+    decision (ADK sets ``tool_confirmation`` only when it resumes a call that
+    asked for one); for tools that never ask, it stays ``None``. The run's
+    bearer token (see :func:`~scopegate.adapters.adk_scope.presented_token`)
+    reaches the tool as ``subject_token``, unverified, never in ``state``.
+    """
+    confirmed: bool | None = None
+    if with_confirmation:
+        confirmation = tool_context.tool_confirmation
+        confirmed = None if confirmation is None else confirmation.confirmed is True
+    raw = _state_copy(tool_context)
+    token = presented_token(raw)
+    resolved = resolve_state(raw, tool_context, policy=policy or default_policy(), scope_keys=scope_keys)
     return CallContext(
-        state=state,
+        state=resolved.state,
         invocation_id=tool_context.invocation_id,
-        session_id=getattr(session, "id", None),
+        session_id=session_id_of(tool_context),
         confirmed=confirmed,
-        # Lets the ADK plugin and guard-wrapped tools count one call once.
-        extra={"call_id": tool_context.function_call_id},
+        extra={"scope_source": resolved.source},
+        subject_token=SubjectToken(token) if token is not None else None,
     )
 
 
-class AdkTool(BaseTool):
-    """Any :class:`ScopedTool` (search, fetch, guarded tools) as an ADK tool."""
+def is_guarded(tool: Any) -> bool:
+    """Whether an ADK tool is a scopegate tool that runs under a guard (it counts its own calls)."""
+    return isinstance(tool, AdkTool) and isinstance(tool.tool, GuardedTool)
 
-    def __init__(self, tool: ScopedTool) -> None:
+
+class AdkTool(BaseTool):
+    """Any :class:`ScopedTool` as an ADK tool. Never raises into the agent loop.
+
+    ``scope_policy`` says where scope comes from when no binding ran (default:
+    the process's, see :mod:`scopegate.adapters.adk_scope`); strict mode refuses
+    client-writable scope here, at construction.
+    """
+
+    def __init__(self, tool: ScopedTool, *, scope_policy: ScopePolicy | None = None) -> None:
         super().__init__(name=tool.name, description=tool.description)
         self.tool = tool
+        self.scope_policy = scope_policy if scope_policy is not None else default_policy()
+        check_policy(self.scope_policy, tool.scope_keys)
+
+    @property
+    def family(self) -> str:
+        return self.tool.family
+
+    @property
+    def read_only(self) -> bool:
+        return self.tool.read_only
 
     def _get_declaration(self) -> types.FunctionDeclaration:
         return types.FunctionDeclaration(
@@ -50,10 +144,95 @@ class AdkTool(BaseTool):
             parameters_json_schema=self.tool.parameters_schema(),
         )
 
+    async def process_llm_request(self, *, tool_context: ToolContext, llm_request: LlmRequest) -> None:
+        # Before the model's first turn: the one-time warning about client-writable scope.
+        observe_invocation(tool_context, self.scope_policy, self.tool.scope_keys)
+        await super().process_llm_request(tool_context=tool_context, llm_request=llm_request)
+
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        return await self.tool.run(args, call_context_from_adk(tool_context))
+        try:
+            gated = self.tool.requires_confirmation
+            ctx = call_context(
+                tool_context, with_confirmation=gated, scope_keys=self.tool.scope_keys, policy=self.scope_policy
+            )
+            outcome = await self.tool.run(args, ctx)
+            result = outcome.result
+            if gated and result.get("error_code") == CONFIRMATION_REQUIRED and tool_context.function_call_id:
+                asked: Mapping[str, Any] = result.get("confirmation") or {}
+                tool_context.request_confirmation(hint=str(asked.get("hint", "")), payload=asked.get("payload"))
+                # The pause is not a result for the model to summarise.
+                tool_context.actions.skip_summarization = True
+            return result
+        except Exception:
+            log.exception("ADK adapter failure around tool %r", self.name)
+            return tool_error(INTERNAL, "the tool call failed unexpectedly; try again later", retryable=True)
 
 
-def adk_search_tools(spec: SearchSpec, backend: SearchBackend) -> list[AdkTool]:
-    """The search tool and its fetch-by-id companion, ready for ``LlmAgent(tools=...)``."""
-    return [AdkTool(SearchTool(spec, backend)), AdkTool(FetchTool(spec, backend))]
+class ScopegateToolset(BaseToolset):
+    """Scopegate tools as one ADK toolset.
+
+    ``session_filter(readonly_context, tool) -> bool`` and/or
+    ``allowed_tools_state_key`` (a session-state key holding the list of tool
+    names this user may see; missing means none) select tools per session, on
+    top of ADK's own ``tool_filter``. ``on_close`` releases what the tools hold
+    (an HTTP client, backends).
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[ScopedTool],
+        *,
+        session_filter: SessionFilter | None = None,
+        allowed_tools_state_key: str | None = None,
+        tool_filter: ToolPredicate | list[str] | None = None,
+        tool_name_prefix: str | None = None,
+        on_close: Callable[[], Awaitable[None]] | None = None,
+        scope_policy: ScopePolicy | None = None,
+    ) -> None:
+        super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
+        self._tools = [AdkTool(t, scope_policy=scope_policy) for t in tools]
+        self._session_filter = session_filter
+        self._allowed_key = allowed_tools_state_key
+        self._on_close = on_close
+
+    def _visible(self, tool: AdkTool, readonly_context: ReadonlyContext | None) -> bool:
+        if not self._is_tool_selected(tool, readonly_context):
+            return False
+        if self._allowed_key is not None:
+            allowed = readonly_context.state.get(self._allowed_key) if readonly_context is not None else None
+            if not isinstance(allowed, list | tuple | set | frozenset) or tool.name not in allowed:
+                return False
+        return self._session_filter is None or self._session_filter(readonly_context, tool)
+
+    async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
+        return [t for t in self._tools if self._visible(t, readonly_context)]
+
+    async def close(self) -> None:
+        if self._on_close is not None:
+            await self._on_close()
+
+
+def adk_tools(
+    tools: Sequence[ScopedTool], guard: Guard | None = None, *, scope_policy: ScopePolicy | None = None
+) -> list[AdkTool]:
+    """ADK tools for scopegate tools, each wrapped by ``guard`` when one is given."""
+    return [AdkTool(guard.wrap(t) if guard is not None else t, scope_policy=scope_policy) for t in tools]
+
+
+def adk_search_tools(
+    spec: SearchSpec,
+    backend: SearchBackend,
+    *,
+    guard: Guard | None = None,
+    scope_policy: ScopePolicy | None = None,
+    aggregate: AggregationSpec | bool = False,
+) -> list[AdkTool]:
+    """The search tool and its fetch-by-id companion, ready for ``LlmAgent(tools=...)``.
+
+    ``aggregate`` adds the counting tool (:class:`~scopegate.search.agg_tool.AggregateTool`),
+    with default settings for ``True``.
+    """
+    tools: list[ScopedTool] = [SearchTool(spec, backend), FetchTool(spec, backend)]
+    if aggregate is not False:
+        tools.append(AggregateTool(spec, backend, aggregate if isinstance(aggregate, AggregationSpec) else None))
+    return adk_tools(tools, guard, scope_policy=scope_policy)

@@ -12,20 +12,31 @@ Two ways to put the cap in front of ADK tools:
 
       InMemoryRunner(agent=agent, app_name=..., plugins=[GuardPlugin(guard)])
 
+  or from the ADK servers: ``adk api_server --extra_plugins
+  scopegate.adapters.adk_guard.GuardPlugin``. ADK builds the class with no
+  arguments there, so without a ``guard`` the plugin builds its own:
+  the ``guards`` section of the config file named by ``$SCOPEGATE_CONFIG``,
+  else the defaults (4 searches per invocation, in-memory cache, metrics). A
+  config that does not load raises: ADK then logs "Failed to load plugin"
+  and serves without it, so check the server log (or pass an instance:
+  ``--extra_plugins my_module.my_guard_plugin``).
+
 Both count calls per invocation and family with the guard's :class:`CallCap`
 and answer a call past the cap with a ``CALL_LIMIT`` dict, which ADK hands to
 the model instead of running the tool. They also report invocations that
 ended in a final answer (the searches-per-answered-question metric).
 
-If the tools are :class:`~scopegate.guard.GuardedTool` objects of the same
-guard, its cap already runs inside the tool: use ``enforce_cap=False`` (or an
-adapter that passes ADK's ``function_call_id`` as ``CallContext.extra["call_id"]``,
-which makes admission idempotent) so calls are not counted twice.
+Tools that are already guarded (an :class:`~scopegate.adapters.adk.AdkTool`
+over a :class:`~scopegate.guard.GuardedTool`) count their own calls inside the
+tool, so the hooks let them through uncounted: each call is counted exactly
+once, and nothing the model chooses (such as a repeated function-call id) can
+make a call count less.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,47 +47,44 @@ from google.adk.plugins.base_plugin import BasePlugin
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
-from scopegate.context import CallContext
+from scopegate.adapters.adk import AdkTool, call_context, is_guarded, session_id_of
+from scopegate.adapters.adk_scope import ENV_CONFIG
 from scopegate.guard.guard import Guard
 
 log = logging.getLogger("scopegate.adapters.adk_guard")
 DEFAULT_PLUGIN_NAME = "scopegate_guard"
 
 
-def family_of(tool: Any, families: Mapping[str, str] | None = None) -> str:
-    """The cap family of an ADK tool: an explicit mapping, the tool's ``family``,
-    the wrapped scopegate tool's ``family`` (``AdkTool.tool``), else the tool's own name."""
-    name = str(getattr(tool, "name", "") or "")
+def default_guard(environ: Mapping[str, str] | None = None) -> Guard:
+    """The guard of a plugin built without one: ``$SCOPEGATE_CONFIG``'s ``guards`` section, else the defaults.
+
+    Raises :class:`~scopegate.errors.ConfigError` (or the config's validation
+    error) when the file does not load, and when its guards are disabled.
+    """
+    from scopegate.config.builder import build_guard
+    from scopegate.config.loader import load_config
+    from scopegate.config.model import GuardsConfig
+    from scopegate.errors import ConfigError
+
+    env = os.environ if environ is None else environ
+    path = env.get(ENV_CONFIG, "").strip()
+    cfg = load_config(path, env).guards if path else GuardsConfig()
+    guard = build_guard(cfg)
+    if guard is None:
+        raise ConfigError(f"{path}: guards are disabled (guards.enabled: false), so there is no guard to install")
+    log.info("scopegate GuardPlugin: built its guard from %s", path or "the defaults")
+    return guard
+
+
+def family_of(tool: BaseTool, families: Mapping[str, str] | None = None) -> str:
+    """The cap family of an ADK tool: an explicit mapping, a scopegate tool's ``family``,
+    else the tool's own name (each foreign tool is its own family)."""
+    name = str(tool.name or "")
     if families and name in families:
         return families[name]
-    for candidate in (tool, getattr(tool, "tool", None)):
-        family = getattr(candidate, "family", None) if candidate is not None else None
-        if isinstance(family, str) and family:
-            return family
+    if isinstance(tool, AdkTool):
+        return tool.family
     return name
-
-
-def _session_id(context: Any) -> str | None:
-    try:
-        session = context.session
-    except Exception:  # some contexts carry no session
-        return None
-    sid = getattr(session, "id", None)
-    return str(sid) if sid is not None else None
-
-
-def _call_context(tool_context: Any) -> CallContext:
-    try:
-        state: Mapping[str, Any] = tool_context.state.to_dict()
-    except Exception:
-        state = {}
-    call_id = getattr(tool_context, "function_call_id", None)
-    return CallContext(
-        state=state,
-        invocation_id=getattr(tool_context, "invocation_id", None),
-        session_id=_session_id(tool_context),
-        extra={"call_id": call_id} if call_id else {},
-    )
 
 
 def is_final_text(response: LlmResponse) -> bool:
@@ -107,11 +115,11 @@ class AdkGuardHooks:
         self, tool: BaseTool, args: dict[str, Any], tool_context: ToolContext
     ) -> dict[str, Any] | None:
         """``None`` lets the tool run; a ``CALL_LIMIT`` dict replaces the call."""
-        if not self.enforce_cap:
+        if not self.enforce_cap or is_guarded(tool):
             return None
         try:
             return self.guard.check_cap(
-                tool=str(tool.name), family=family_of(tool, self.families), ctx=_call_context(tool_context)
+                tool=str(tool.name), family=family_of(tool, self.families), ctx=call_context(tool_context)
             )
         except Exception:  # a callback failure must not break the agent loop
             log.exception("call cap callback failed")
@@ -123,7 +131,7 @@ class AdkGuardHooks:
         """Reports a final answer; never changes the response."""
         try:
             if is_final_text(llm_response):
-                self.guard.invocation_answered(callback_context.invocation_id, _session_id(callback_context))
+                self.guard.invocation_answered(callback_context.invocation_id, session_id_of(callback_context))
         except Exception:
             log.exception("answer reporting failed")
         return None
@@ -131,24 +139,29 @@ class AdkGuardHooks:
     async def after_agent_callback(self, callback_context: CallbackContext) -> None:
         """Frees the invocation's call counts (use on the root agent)."""
         try:
-            self.guard.invocation_ended(callback_context.invocation_id, _session_id(callback_context))
+            self.guard.invocation_ended(callback_context.invocation_id, session_id_of(callback_context))
         except Exception:
             log.exception("invocation cleanup failed")
         return None
 
 
 class GuardPlugin(BasePlugin):
-    """The same hooks as a runner plugin: they apply to every agent and tool of the runner."""
+    """The same hooks as a runner plugin: they apply to every agent and tool of the runner.
+
+    ``guard`` None builds :func:`default_guard` (what ``--extra_plugins`` gets).
+    """
 
     def __init__(
         self,
-        guard: Guard,
+        guard: Guard | None = None,
         *,
         families: Mapping[str, str] | None = None,
         enforce_cap: bool = True,
         name: str = DEFAULT_PLUGIN_NAME,
     ) -> None:
         super().__init__(name=name)
+        if guard is None:
+            guard = default_guard()
         self.hooks = AdkGuardHooks(guard, families=families, enforce_cap=enforce_cap)
         self.guard = guard
 
@@ -165,14 +178,14 @@ class GuardPlugin(BasePlugin):
                 and event.content is not None
                 and any(p.text and not p.thought for p in event.content.parts or [])
             ):
-                self.guard.invocation_answered(invocation_context.invocation_id, _session_id(invocation_context))
+                self.guard.invocation_answered(invocation_context.invocation_id, session_id_of(invocation_context))
         except Exception:
             log.exception("answer reporting failed")
         return None
 
     async def after_run_callback(self, *, invocation_context: Any) -> None:
         try:
-            self.guard.invocation_ended(invocation_context.invocation_id, _session_id(invocation_context))
+            self.guard.invocation_ended(invocation_context.invocation_id, session_id_of(invocation_context))
         except Exception:
             log.exception("invocation cleanup failed")
         return None

@@ -8,7 +8,8 @@ bodies are pinned by snapshot tests.
 Query shape (``search_body``)::
 
     bool
-      must:   multi_match  best_fields, operator "or", fields "subject^3", "body", query = plain text
+      must:   text_query: match on the combined field (combined_fields, BM25F), or
+              multi_match best_fields (+ tie_breaker) / most_fields over "subject^3", "body"; operator "or"
       filter: term tenant | terms groups (when the spec has a group field) | term per chosen filter
     from/size, timeout, track_total_hits, _source, sort (score, then id for stable pages)
 
@@ -20,16 +21,31 @@ they never change scores and totals count only in-scope documents.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from scopegate.scope import Scope
+from scopegate.backends.base import document_problem
+from scopegate.errors import ConfigError
+from scopegate.scope import Scope, document_key
+from scopegate.search.dates import normalise_date
+from scopegate.search.fields import combined_text
 from scopegate.search.model import RawHit, RawResult, SearchQuery, TotalRelation
-from scopegate.search.spec import SearchSpec
+from scopegate.search.spec import COMBINED_FIELD, VECTOR_FIELD, SearchSpec
 
 ANALYZER = "scopegate_en"
+# Recorded in every index's mapping ``_meta``: documents are addressed by (tenant, id).
+# An index without it was written with ``_id`` = the id alone and must be migrated before writes.
+KEYS_META = "scopegate_keys"
+KEY_SCHEME = "tenant-id-v1"
+
+# How documents are spread over shards: by the engine's default (the ``_id``) or by tenant,
+# so one tenant's documents share one shard and its searches touch that shard only.
+RoutingMode = Literal["none", "tenant"]
+ROUTING_MODES: tuple[RoutingMode, ...] = ("none", "tenant")
 
 # The analyser of the embedded engine (scopegate.search.analysis), rebuilt with
 # analysis-common parts: \w+ words (Unicode), tokens of 64+ chars dropped,
@@ -119,27 +135,39 @@ def text_fields(spec: SearchSpec) -> list[str]:
     return [t.name if t.boost == 1.0 else f"{t.name}^{t.boost:g}" for t in spec.text_fields]
 
 
-def search_body(spec: SearchSpec, query: SearchQuery) -> dict[str, Any]:
-    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``."""
+def text_query(spec: SearchSpec, text: str) -> dict[str, Any]:
+    """The scored part: the model's text as a match query, fields combined as the spec says.
+
+    combined_fields is a ``match`` on the catch-all field that ingest fills
+    with each field repeated by its weight (BM25F, see scopegate.search.fields):
+    OpenSearch has no ``combined_fields`` query, and the embedded engine uses
+    the same field, so the three engines score alike.
+    """
+    if spec.field_combination == "combined_fields":
+        return {"match": {COMBINED_FIELD: {"query": text, "operator": "or"}}}
+    multi: dict[str, Any] = {
+        "query": text,
+        "type": spec.field_combination,
+        "fields": text_fields(spec),
+        "operator": "or",
+    }
+    if spec.field_combination == "best_fields" and spec.tie_breaker:
+        multi["tie_breaker"] = spec.tie_breaker
+    return {"multi_match": multi}
+
+
+def query_filters(spec: SearchSpec, query: SearchQuery) -> list[dict[str, Any]]:
+    """Scope and the chosen filters as ``filter`` clauses."""
     filters = scope_filters(spec, query.scope)
     for name, value in query.filters:
         filters.append({"term": {name: value}})
+    return filters
+
+
+def search_body(spec: SearchSpec, query: SearchQuery) -> dict[str, Any]:
+    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``."""
     return {
-        "query": {
-            "bool": {
-                "must": [
-                    {
-                        "multi_match": {
-                            "query": query.text,
-                            "type": "best_fields",
-                            "fields": text_fields(spec),
-                            "operator": "or",
-                        }
-                    }
-                ],
-                "filter": filters,
-            }
-        },
+        "query": {"bool": {"must": [text_query(spec, query.text)], "filter": query_filters(spec, query)}},
         "from": query.offset,
         "size": query.limit,
         "timeout": format_timeout(query.engine_timeout_s),
@@ -147,6 +175,55 @@ def search_body(spec: SearchSpec, query: SearchQuery) -> dict[str, Any]:
         "_source": list(spec.hit_source_fields()),
         # Ties broken by id: pages do not shuffle between calls or replicas.
         "sort": ["_score", {spec.id_field: "asc"}],
+    }
+
+
+def knn_body(spec: SearchSpec, query: SearchQuery, vector: list[float], k: int, *, engine: str) -> dict[str, Any]:
+    """k nearest in-scope neighbours: scope and filters go *inside* the k-NN search, never after it.
+
+    Elasticsearch: top-level ``knn`` with ``filter`` (Lucene searches the HNSW
+    graph restricted to the filter, or exactly when the filter is small).
+    OpenSearch k-NN plugin (Lucene engine): a ``knn`` query with ``filter``,
+    the same efficient filtering.
+    """
+    filters = query_filters(spec, query)
+    body: dict[str, Any] = {
+        "size": k,
+        "timeout": format_timeout(query.engine_timeout_s),
+        "_source": list(spec.hit_source_fields()),
+    }
+    if engine == "elasticsearch":
+        body["knn"] = {
+            "field": VECTOR_FIELD,
+            "query_vector": vector,
+            "k": k,
+            "num_candidates": min(10_000, max(2 * k, 100)),
+            "filter": filters,
+        }
+    else:
+        body["query"] = {"knn": {VECTOR_FIELD: {"vector": vector, "k": k, "filter": {"bool": {"filter": filters}}}}}
+    return body
+
+
+def ids_body(spec: SearchSpec, doc_ids: list[str], scope: Scope, *, timeout_s: float) -> dict[str, Any]:
+    """Stored fields of several documents by id, only those in scope."""
+    return {
+        "query": {"bool": {"filter": [{"terms": {spec.id_field: doc_ids}}, *scope_filters(spec, scope)]}},
+        "size": len(doc_ids),
+        "track_total_hits": False,
+        "timeout": format_timeout(timeout_s),
+        "_source": list(spec.hit_source_fields()),
+    }
+
+
+def vector_mapping(dim: int, *, engine: str) -> dict[str, Any]:
+    """The vector field: unit vectors compared by inner product, HNSW-indexed."""
+    if engine == "elasticsearch":
+        return {"type": "dense_vector", "dims": dim, "index": True, "similarity": "dot_product"}
+    return {
+        "type": "knn_vector",
+        "dimension": dim,
+        "method": {"name": "hnsw", "engine": "lucene", "space_type": "innerproduct"},
     }
 
 
@@ -176,7 +253,7 @@ def count_body(spec: SearchSpec, scope: Scope) -> dict[str, Any]:
 # -- index ----------------------------------------------------------------
 
 
-def mappings(spec: SearchSpec) -> dict[str, Any]:
+def mappings(spec: SearchSpec, vector: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Keyword fields as ``keyword``, text fields with the scopegate analyser; nothing dynamic."""
     props: dict[str, Any] = {spec.id_field: {"type": "keyword"}, spec.tenant_field: {"type": "keyword"}}
     if spec.group_field:
@@ -186,70 +263,114 @@ def mappings(spec: SearchSpec) -> dict[str, Any]:
     for t in spec.text_fields:
         # Frequencies without positions: scopegate never runs phrase queries.
         props[t.name] = {"type": "text", "analyzer": ANALYZER, "index_options": "freqs"}
+    if spec.date_field:
+        props[spec.date_field] = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
+    if spec.field_combination == "combined_fields":
+        props[COMBINED_FIELD] = {"type": "text", "analyzer": ANALYZER, "index_options": "freqs"}
+    if vector is not None:
+        props[VECTOR_FIELD] = dict(vector)
     return {"dynamic": "strict", "properties": props}
 
 
 def index_settings(
-    *, analysis: str = "scopegate_en", shards: int = 1, replicas: int | None = None, refresh_interval: str = "1s"
+    *,
+    analysis: str = "scopegate_en",
+    shards: int = 1,
+    replicas: int | None = None,
+    refresh_interval: str = "1s",
+    knn: bool = False,
 ) -> dict[str, Any]:
     if analysis not in ANALYSIS_PROFILES:
-        raise ValueError(f"unknown analysis profile {analysis!r}; known: {sorted(ANALYSIS_PROFILES)}")
+        raise ConfigError(f"unknown analysis profile {analysis!r}; known: {sorted(ANALYSIS_PROFILES)}")
     index: dict[str, Any] = {"number_of_shards": shards, "refresh_interval": refresh_interval}
+    if knn:  # OpenSearch k-NN plugin: the index holds knn_vector fields
+        index["knn"] = True
     if replicas is not None:
         index["number_of_replicas"] = replicas
     return {"index": index, "analysis": ANALYSIS_PROFILES[analysis]}
 
 
-def index_body(
-    spec: SearchSpec, *, analysis: str = "scopegate_en", shards: int = 1, replicas: int | None = None
+def routed_mappings(
+    spec: SearchSpec, routing: RoutingMode = "none", vector: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Body to create one versioned index directly (settings + mappings)."""
+    """:func:`mappings`, plus ``_routing: required`` on an index routed by tenant.
+
+    The engine then refuses any write without a routing value, so a document
+    can never land on a shard its tenant's searches do not look at.
+    """
+    if routing not in ROUTING_MODES:
+        raise ConfigError(f"unknown routing {routing!r}; known: {', '.join(ROUTING_MODES)}")
+    body = mappings(spec, vector)
+    if routing == "tenant":
+        body = {"_routing": {"required": True}, **body}
+    return body
+
+
+def index_body(
+    spec: SearchSpec,
+    *,
+    analysis: str = "scopegate_en",
+    shards: int = 1,
+    replicas: int | None = None,
+    routing: RoutingMode = "none",
+) -> dict[str, Any]:
+    """Body to create one versioned index directly (settings + mappings, the key scheme in ``_meta``)."""
     return {
         "settings": index_settings(analysis=analysis, shards=shards, replicas=replicas),
-        "mappings": mappings(spec),
+        "mappings": {**routed_mappings(spec, routing), "_meta": {KEYS_META: KEY_SCHEME}},
     }
 
 
 def index_template_body(
-    spec: SearchSpec, *, analysis: str = "scopegate_en", shards: int = 1, replicas: int | None = None
+    spec: SearchSpec,
+    *,
+    analysis: str = "scopegate_en",
+    shards: int = 1,
+    replicas: int | None = None,
+    vector: Mapping[str, Any] | None = None,
+    knn_setting: bool = False,
+    model_id: str | None = None,
+    routing: RoutingMode = "none",
 ) -> dict[str, Any]:
-    """Composable index template for every ``<index>-v<N>``: a reindex target gets the same mapping."""
+    """Composable index template for every ``<index>-v<N>``: a reindex target gets the same mapping.
+
+    With vectors, the embedding model's id is kept in the mapping's ``_meta``
+    (like the spec beside an embedded index), so a model change is detected;
+    so is the document key scheme (:data:`KEY_SCHEME`), always.
+    """
+    body_mappings = routed_mappings(spec, routing, vector)
+    body_mappings["_meta"] = {**mapping_meta(spec, model_id), KEYS_META: KEY_SCHEME}
     return {
         "index_patterns": [IndexNames(spec.index).pattern],
         "priority": 100,
         "template": {
-            "settings": index_settings(analysis=analysis, shards=shards, replicas=replicas),
-            "mappings": mappings(spec),
+            "settings": index_settings(analysis=analysis, shards=shards, replicas=replicas, knn=knn_setting),
+            "mappings": body_mappings,
         },
         "_meta": {"managed_by": "scopegate", "spec": spec.name},
     }
 
 
-def alias_swap_actions(alias: str, old: list[str], new: str) -> dict[str, Any]:
-    """One atomic ``_aliases`` call: ``alias`` moves from ``old`` to ``new``."""
-    actions: list[dict[str, Any]] = [{"remove": {"index": index, "alias": alias}} for index in old]
-    actions.append({"add": {"index": new, "alias": alias, "is_write_index": True}})
-    return {"actions": actions}
-
-
 # -- documents -------------------------------------------------------------
 
 
-def document_problem(spec: SearchSpec, record: Mapping[str, Any]) -> str | None:
-    """Why ``record`` cannot be indexed, or None (same rules as the embedded engine)."""
-    doc_id = record.get(spec.id_field)
-    if not isinstance(doc_id, str) or not doc_id.strip():
-        return f"missing {spec.id_field}"
-    if len(doc_id.encode()) > 512:
-        return f"{spec.id_field} longer than 512 bytes"
-    tenant = record.get(spec.tenant_field)
-    if not isinstance(tenant, str) or not tenant.strip():
-        return f"missing {spec.tenant_field}"
-    return None
+def mapping_meta(spec: SearchSpec, model_id: str | None) -> dict[str, str]:
+    """What an index keeps about how it was built: the combined field's recipe and the embedding model."""
+    meta: dict[str, str] = {}
+    if spec.field_combination == "combined_fields":
+        meta["scopegate_combined"] = ",".join(f"{name}^{copies}" for name, copies in spec.combined_weights())
+    if model_id:
+        meta["scopegate_embedder"] = model_id
+    return meta
 
 
-def document_source(spec: SearchSpec, record: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored fields of ``record`` (spec field names only; blanks dropped; groups as a list)."""
+def document_source(spec: SearchSpec, record: Mapping[str, Any], vector: list[float] | None = None) -> dict[str, Any]:
+    """The stored fields of ``record`` (spec field names only; blanks dropped; groups as a list).
+
+    The id loses surrounding whitespace (as on the embedded engine); the tenant
+    is stored exactly as given: :func:`document_problem` has refused any tenant
+    that breaks the identity rule, so nothing is normalised into another tenant.
+    """
     doc: dict[str, Any] = {}
     for name in spec.stored_fields():
         value = record.get(name)
@@ -257,32 +378,114 @@ def document_source(spec: SearchSpec, record: Mapping[str, Any]) -> dict[str, An
             continue
         if name == spec.group_field:
             doc[name] = [value] if isinstance(value, str) else [str(g) for g in value]
-        elif name in (spec.id_field, spec.tenant_field):
+        elif name == spec.id_field:
             doc[name] = str(value).strip()
+        elif name == spec.date_field:
+            doc[name] = normalise_date(value)
         else:
             doc[name] = str(value)
+    combined = combined_text(spec, record) if spec.field_combination == "combined_fields" else ""
+    if combined:
+        doc[COMBINED_FIELD] = combined
+    if vector is not None:
+        doc[VECTOR_FIELD] = vector
     return doc
 
 
+@dataclass(frozen=True)
+class DocAddress:
+    """Where one document lives in the engine: its ``_id`` and its routing value (None: the default)."""
+
+    engine_id: str
+    routing: str | None = None
+
+    def action_meta(self, index: str) -> dict[str, Any]:
+        """The metadata of a ``_bulk`` action (``index``, ``delete``) on this document."""
+        meta: dict[str, Any] = {"_index": index, "_id": self.engine_id}
+        if self.routing is not None:
+            meta["routing"] = self.routing
+        return meta
+
+
+def doc_address(spec: SearchSpec, tenant: str, doc_id: str, routing: RoutingMode = "none") -> DocAddress:
+    """The engine address of document ``doc_id`` of ``tenant``: the one place ingest, fetch and delete get it.
+
+    The ``_id`` is :func:`scopegate.scope.document_key` (tenant-qualified), so
+    the same id in another tenant is another document: a write or a delete by
+    one tenant never reaches another's. Routing by tenant sends every document
+    of a tenant to one shard (and every request of that tenant to it).
+    """
+    del spec  # every spec uses the same key scheme today
+    return DocAddress(document_key(tenant, doc_id), tenant if routing == "tenant" else None)
+
+
+def scope_routing(scope: Scope, routing: RoutingMode = "none") -> str | None:
+    """The ``routing`` parameter of a search or count in ``scope``: the shard its tenant's documents are on."""
+    return scope.tenant_id if routing == "tenant" else None
+
+
 def bulk_operations(
-    spec: SearchSpec, records: list[Mapping[str, Any]], index: str
+    spec: SearchSpec,
+    records: list[Mapping[str, Any]],
+    index: str,
+    vectors: list[list[float]] | None = None,
+    *,
+    routing: RoutingMode = "none",
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """``_bulk`` lines (action, source, action, source, ...) and the records refused before sending."""
     lines: list[dict[str, Any]] = []
     refused: list[tuple[str, str]] = []
     for position, record in enumerate(records, start=1):
-        problem = document_problem(spec, record)
+        problem = document_problem(spec, record, spec.date_field)
         if problem:
             refused.append((str(record.get(spec.id_field) or f"#{position}"), problem))
             continue
-        source = document_source(spec, record)
-        lines.append({"index": {"_index": index, "_id": source[spec.id_field]}})
+        source = document_source(spec, record, vectors[position - 1] if vectors is not None else None)
+        address = doc_address(spec, source[spec.tenant_field], source[spec.id_field], routing)
+        lines.append({"index": address.action_meta(index)})
         lines.append(source)
     return lines, refused
 
 
-def bulk_errors(response: Mapping[str, Any], limit: int = 1000) -> tuple[int, list[tuple[str, str]]]:
-    """(failed count, (id, reason) pairs) from a ``_bulk`` response."""
+# Engines refuse a request body over ``http.max_content_length`` (100 MB by default) with HTTP 413.
+# A count-sized batch of realistic tickets (30 KB bodies, and the combined field repeating them)
+# can pass that, so one batch goes out as several bulk bodies of at most this many characters
+# (at most 4 bytes each in UTF-8: still under the limit).
+MAX_BULK_CHARS = 16_000_000
+
+
+def bulk_bodies(lines: list[dict[str, Any]], max_chars: int = MAX_BULK_CHARS) -> list[tuple[str, int]]:
+    """NDJSON bodies of at most ``max_chars`` characters, each with its document count.
+
+    ``lines`` are (action, source) pairs as :func:`bulk_operations` makes them; a
+    pair is never split, and a pair longer than ``max_chars`` goes alone.
+    """
+    bodies: list[tuple[str, int]] = []
+    parts: list[str] = []
+    size = 0
+    for k in range(0, len(lines), 2):
+        pair = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines[k : k + 2])
+        if parts and size + len(pair) > max_chars:
+            bodies.append(("".join(parts), len(parts)))
+            parts, size = [], 0
+        parts.append(pair)
+        size += len(pair)
+    if parts:
+        bodies.append(("".join(parts), len(parts)))
+    return bodies
+
+
+def delete_operations(
+    spec: SearchSpec, doc_ids: list[str], index: str, *, tenant: str, routing: RoutingMode = "none"
+) -> list[dict[str, Any]]:
+    """``_bulk`` delete lines for the documents ``(tenant, id)``."""
+    return [{"delete": doc_address(spec, tenant, d, routing).action_meta(index)} for d in doc_ids]
+
+
+def bulk_errors(
+    response: Mapping[str, Any], limit: int = 1000, *, ids: Mapping[str, str] | None = None
+) -> tuple[int, list[tuple[str, str]]]:
+    """(failed count, (id, reason) pairs) from a ``_bulk`` response; ``ids`` maps engine ``_id``s to document ids."""
     if not response.get("errors"):
         return 0, []
     failed = 0
@@ -296,7 +499,8 @@ def bulk_errors(response: Mapping[str, Any], limit: int = 1000) -> tuple[int, li
         if len(out) < limit:
             reason = error.get("reason", "") if isinstance(error, Mapping) else str(error)
             kind = error.get("type", "error") if isinstance(error, Mapping) else "error"
-            out.append((str(result.get("_id", "?")), f"{kind}: {str(reason)[:300]}"))
+            engine_id = str(result.get("_id", "?"))
+            out.append(((ids or {}).get(engine_id, engine_id), f"{kind}: {str(reason)[:300]}"))
     return failed, out
 
 
@@ -320,8 +524,14 @@ def partial_reason(response: Mapping[str, Any]) -> str | None:
         reasons.append("engine timeout reached; results are what was found in time")
     shards = response.get("_shards") or {}
     failed = int(shards.get("failed", 0) or 0)
+    total = int(shards.get("total", 0) or 0)
+    if "successful" in shards:
+        # Every shard the request covered must have answered or been skipped (pre-filtered
+        # as holding no match); the rest is missing from the result even when ``failed`` says 0.
+        answered = int(shards.get("successful", 0) or 0) + int(shards.get("skipped", 0) or 0)
+        failed = max(failed, total - answered)
     if failed > 0:
-        reasons.append(f"{failed} of {int(shards.get('total', 0) or 0)} shards failed")
+        reasons.append(f"{failed} of {total} shards failed")
     return "; ".join(reasons) or None
 
 
@@ -356,3 +566,58 @@ def parse_fetch_response(response: Mapping[str, Any]) -> dict[str, Any] | None:
     if not hits:
         return None
     return dict(hits[0].get("_source") or {})
+
+
+# -- generations and scans ---------------------------------------------------------------------
+
+
+def generation_from_stats(response: Mapping[str, Any]) -> str:
+    """A token from ``_stats/refresh?level=shards`` that changes whenever what searches see changes.
+
+    Per index behind the alias: its name and uuid; per shard copy: the node,
+    the primary term (new after a restart or failover, when counters start
+    over) and ``refresh.external_total``, which the engine increments after
+    each refresh that makes writes visible to searches, never before. Idle
+    shards are not refreshed, so the token is stable while nothing is written.
+    Hashed, so its length does not grow with the number of shards.
+    """
+    parts: list[Any] = []
+    indices = response.get("indices") or {}
+    for name in sorted(indices):
+        index = indices[name] or {}
+        copies: list[Any] = []
+        for shard, entries in sorted((index.get("shards") or {}).items()):
+            for entry in entries or []:
+                routing = entry.get("routing") or {}
+                copies.append(
+                    [
+                        str(shard),
+                        bool(routing.get("primary")),
+                        routing.get("node"),
+                        (entry.get("retention_leases") or {}).get("primary_term"),
+                        (entry.get("refresh") or {}).get("external_total"),
+                    ]
+                )
+        parts.append([name, index.get("uuid"), sorted(copies, key=json.dumps)])
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:32]
+    return f"stats:{digest}"
+
+
+STATS_FILTER = (
+    "indices.*.uuid,indices.*.shards.*.routing.primary,indices.*.shards.*.routing.node,"
+    "indices.*.shards.*.retention_leases.primary_term,indices.*.shards.*.refresh.external_total"
+)
+
+
+def scan_body(spec: SearchSpec, size: int, after: list[Any] | None = None) -> dict[str, Any]:
+    """One page of every document, in (tenant, id) order, continuing ``search_after`` ``after``."""
+    body: dict[str, Any] = {
+        "query": {"match_all": {}},
+        "size": size,
+        "sort": [{spec.tenant_field: "asc"}, {spec.id_field: "asc"}],
+        "_source": list(spec.stored_fields()),
+        "track_total_hits": False,
+    }
+    if after is not None:
+        body["search_after"] = after
+    return body

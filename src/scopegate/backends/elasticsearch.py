@@ -22,7 +22,8 @@ from elastic_transport import ConnectionError as TransportConnectionError
 from elastic_transport import ConnectionTimeout, TransportError
 from elasticsearch import ApiError, AsyncElasticsearch, NotFoundError, UnsupportedProductError
 
-from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, EngineBackend
+from scopegate.backends import dsl
+from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, FAILOVER_STATUS, EngineBackend
 from scopegate.errors import BackendError, MissingIndexError
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -83,20 +84,36 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
     engine = "elasticsearch"
 
     def _connect(
-        self, hosts: list[str], timeout_s: float, *, server_major: int = CLIENT_MAJOR, **client_options: Any
+        self,
+        hosts: list[str],
+        timeout_s: float,
+        *,
+        failover_retries: int,
+        dead_timeout_s: float,
+        server_major: int = CLIENT_MAJOR,
+        **client_options: Any,
     ) -> AsyncElasticsearch:
         client = CompatAsyncElasticsearch(
-            hosts=hosts, request_timeout=timeout_s, max_retries=0, retry_on_timeout=False, **client_options
+            hosts=hosts,
+            request_timeout=timeout_s,
+            max_retries=failover_retries,
+            retry_on_timeout=False,
+            retry_on_status=FAILOVER_STATUS if failover_retries else (),
+            dead_node_backoff_factor=dead_timeout_s,
+            max_dead_node_backoff=dead_timeout_s * 8,
+            **client_options,
         )
         client.server_major = server_major
         return client
 
-    def _with(self, timeout_s: float) -> AsyncElasticsearch:
-        return self.client.options(request_timeout=timeout_s)
+    def _with(self, timeout_s: float, *, search: bool = False) -> AsyncElasticsearch:
+        return (self.search_client if search else self.client).options(request_timeout=timeout_s)
 
     # -- engine calls -----------------------------------------------------
-    async def _search(self, index: str, body: dict[str, Any], timeout_s: float) -> Mapping[str, Any]:
-        response = await self._with(timeout_s).search(index=index, body=body)
+    async def _search(
+        self, index: str, body: dict[str, Any], timeout_s: float, routing: str | None = None
+    ) -> Mapping[str, Any]:
+        response = await self._with(timeout_s, search=True).search(index=index, body=body, routing=routing)
         return dict(response.body)
 
     async def _bulk(self, ndjson: str, timeout_s: float) -> Mapping[str, Any]:
@@ -106,6 +123,12 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
     async def _refresh(self, index: str) -> None:
         await self._with(ADMIN_TIMEOUT_S).indices.refresh(index=index)
 
+    async def _shard_stats(self, index: str) -> Mapping[str, Any]:
+        response = await self._with(self.spec.client_timeout_s, search=True).indices.stats(
+            index=index, metric="refresh", level="shards", filter_path=dsl.STATS_FILTER
+        )
+        return dict(response.body)
+
     async def _put_template(self, name: str, body: dict[str, Any]) -> None:
         await self._with(ADMIN_TIMEOUT_S).indices.put_index_template(name=name, body=body)
 
@@ -114,20 +137,33 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
 
     async def _alias_targets(self, alias: str) -> list[str]:
         try:
-            response = await self._with(ADMIN_TIMEOUT_S).indices.get_alias(name=alias)
+            response = await self._with(ADMIN_TIMEOUT_S, search=True).indices.get_alias(name=alias)
         except NotFoundError:
             return []
         return sorted(dict(response.body).keys())
+
+    async def _aliases_of(self, pattern: str) -> Mapping[str, Any]:
+        try:
+            response = await self._with(ADMIN_TIMEOUT_S).indices.get_alias(index=pattern)
+        except NotFoundError:
+            return {}
+        return dict(response.body)
+
+    async def _health(self, index: str) -> Mapping[str, Any]:
+        return dict((await self._with(ADMIN_TIMEOUT_S).cluster.health(index=index)).body)
+
+    async def _index_names(self, pattern: str) -> list[str]:
+        found = await self._with(ADMIN_TIMEOUT_S).indices.get(
+            index=pattern, ignore_unavailable=True, allow_no_indices=True, filter_path="*.settings.index.uuid"
+        )
+        return sorted(dict(found.body).keys())
 
     async def _update_aliases(self, body: dict[str, Any]) -> None:
         await self._with(ADMIN_TIMEOUT_S).indices.update_aliases(body=body)
 
     async def _delete_indices(self, pattern: str) -> None:
         # Elasticsearch refuses wildcard deletes (action.destructive_requires_name): resolve names first.
-        found = await self._with(ADMIN_TIMEOUT_S).indices.get(
-            index=pattern, ignore_unavailable=True, allow_no_indices=True, filter_path="*.settings.index.uuid"
-        )
-        names = sorted(dict(found.body).keys())
+        names = await self._index_names(pattern)
         if names:
             await self._with(ADMIN_TIMEOUT_S).indices.delete(index=",".join(names), ignore_unavailable=True)
 
@@ -135,9 +171,13 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
         with contextlib.suppress(NotFoundError):
             await self._with(ADMIN_TIMEOUT_S).indices.delete_index_template(name=name)
 
-    async def _count(self, index: str, body: dict[str, Any]) -> int:
-        response = await self._with(ADMIN_TIMEOUT_S).count(index=index, body=body)
-        return int(response["count"])
+    async def _count(self, index: str, body: dict[str, Any], routing: str | None = None) -> Mapping[str, Any]:
+        response = await self._with(ADMIN_TIMEOUT_S, search=True).count(index=index, body=body, routing=routing)
+        return dict(response.body)
+
+    async def _mapping(self, index: str) -> Mapping[str, Any]:
+        response = await self._with(ADMIN_TIMEOUT_S).indices.get_mapping(index=index)
+        return dict(response.body)
 
     async def _reindex(self, source: str, dest: str) -> int:
         response = await self._with(600).reindex(
@@ -163,5 +203,5 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
             return BackendError(f"Elasticsearch transport error ({type(exc).__name__})", retryable=True)
         return None
 
-    async def _close_client(self) -> None:
-        await self.client.close()
+    async def _close_client(self, client: AsyncElasticsearch) -> None:
+        await client.close()

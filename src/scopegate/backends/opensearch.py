@@ -1,8 +1,12 @@
 """OpenSearch backend on ``opensearch-py``'s ``AsyncOpenSearch``.
 
 Every request carries a client-side timeout (the spec's ``client_timeout_s``
-for searches and fetches) and the client never retries: a dead node costs one
-bounded attempt, and the next call after the node is back simply succeeds.
+for searches and fetches). With one host the client never retries: a dead node
+costs one bounded attempt, and the next call after the node is back simply
+succeeds. With several hosts a refused connection or a 502/503/504 (a node
+still joining the cluster answers 503) marks that host dead (left out for
+``dead_timeout_s``, doubling up to 8x while it stays down) and the call is
+retried once on another; timeouts are never retried, and the client never sniffs.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from opensearchpy.exceptions import (
     TransportError,
 )
 
-from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, EngineBackend
+from scopegate.backends import dsl
+from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, FAILOVER_STATUS, EngineBackend
 from scopegate.errors import BackendError, MissingIndexError
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -38,14 +43,28 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
 
     engine = "opensearch"
 
-    def _connect(self, hosts: list[str], timeout_s: float, **client_options: Any) -> AsyncOpenSearch:
-        return AsyncOpenSearch(hosts=hosts, timeout=timeout_s, max_retries=0, retry_on_timeout=False, **client_options)
+    def _connect(
+        self, hosts: list[str], timeout_s: float, *, failover_retries: int, dead_timeout_s: float, **client_options: Any
+    ) -> AsyncOpenSearch:
+        return AsyncOpenSearch(
+            hosts=hosts,
+            timeout=timeout_s,
+            max_retries=failover_retries,
+            retry_on_timeout=False,
+            retry_on_status=FAILOVER_STATUS if failover_retries else (),
+            dead_timeout=dead_timeout_s,
+            timeout_cutoff=3,
+            **client_options,
+        )
 
     # -- engine calls -----------------------------------------------------
-    async def _search(self, index: str, body: dict[str, Any], timeout_s: float) -> Mapping[str, Any]:
-        response: Mapping[str, Any] = await self.client.search(
-            index=index, body=body, params={"request_timeout": timeout_s}
-        )
+    async def _search(
+        self, index: str, body: dict[str, Any], timeout_s: float, routing: str | None = None
+    ) -> Mapping[str, Any]:
+        params: dict[str, Any] = {"request_timeout": timeout_s}
+        if routing is not None:
+            params["routing"] = routing
+        response: Mapping[str, Any] = await self.search_client.search(index=index, body=body, params=params)
         return response
 
     async def _bulk(self, ndjson: str, timeout_s: float) -> Mapping[str, Any]:
@@ -54,6 +73,14 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
 
     async def _refresh(self, index: str) -> None:
         await self.client.indices.refresh(index=index, params={"request_timeout": ADMIN_TIMEOUT_S})
+
+    async def _shard_stats(self, index: str) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = await self.search_client.indices.stats(
+            index=index,
+            metric="refresh",
+            params={"level": "shards", "filter_path": dsl.STATS_FILTER, "request_timeout": self.spec.client_timeout_s},
+        )
+        return response
 
     async def _put_template(self, name: str, body: dict[str, Any]) -> None:
         await self.client.indices.put_index_template(name=name, body=body, params={"request_timeout": ADMIN_TIMEOUT_S})
@@ -65,9 +92,38 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
 
     async def _alias_targets(self, alias: str) -> list[str]:
         try:
-            response = await self.client.indices.get_alias(name=alias, params={"request_timeout": ADMIN_TIMEOUT_S})
+            response = await self.search_client.indices.get_alias(
+                name=alias, params={"request_timeout": ADMIN_TIMEOUT_S}
+            )
         except NotFoundError:
             return []
+        return sorted(response.keys())
+
+    async def _aliases_of(self, pattern: str) -> Mapping[str, Any]:
+        try:
+            response: Mapping[str, Any] = await self.client.indices.get_alias(
+                index=pattern, params={"request_timeout": ADMIN_TIMEOUT_S}
+            )
+        except NotFoundError:
+            return {}
+        return response
+
+    async def _health(self, index: str) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = await self.client.cluster.health(
+            index=index, params={"request_timeout": ADMIN_TIMEOUT_S}
+        )
+        return response
+
+    async def _index_names(self, pattern: str) -> list[str]:
+        response = await self.client.indices.get(
+            index=pattern,
+            params={
+                "request_timeout": ADMIN_TIMEOUT_S,
+                "ignore_unavailable": "true",
+                "allow_no_indices": "true",
+                "filter_path": "*.settings.index.uuid",
+            },
+        )
         return sorted(response.keys())
 
     async def _update_aliases(self, body: dict[str, Any]) -> None:
@@ -83,9 +139,18 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
         with contextlib.suppress(NotFoundError):
             await self.client.indices.delete_index_template(name=name, params={"request_timeout": ADMIN_TIMEOUT_S})
 
-    async def _count(self, index: str, body: dict[str, Any]) -> int:
-        response = await self.client.count(index=index, body=body, params={"request_timeout": ADMIN_TIMEOUT_S})
-        return int(response["count"])
+    async def _count(self, index: str, body: dict[str, Any], routing: str | None = None) -> Mapping[str, Any]:
+        params: dict[str, Any] = {"request_timeout": ADMIN_TIMEOUT_S}
+        if routing is not None:
+            params["routing"] = routing
+        response: Mapping[str, Any] = await self.search_client.count(index=index, body=body, params=params)
+        return response
+
+    async def _mapping(self, index: str) -> Mapping[str, Any]:
+        response: Mapping[str, Any] = await self.client.indices.get_mapping(
+            index=index, params={"request_timeout": ADMIN_TIMEOUT_S}
+        )
+        return response
 
     async def _reindex(self, source: str, dest: str) -> int:
         response = await self.client.reindex(
@@ -110,12 +175,12 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
             return BackendError(f"OpenSearch client error ({type(exc).__name__})", retryable=False)
         return None
 
-    async def _close_client(self) -> None:
-        await self.client.close()
+    async def _close_client(self, client: AsyncOpenSearch) -> None:
+        await client.close()
 
     # -- extras ------------------------------------------------------------
     async def ping(self) -> bool:
         try:
-            return bool(await self.client.ping(params={"request_timeout": self.spec.client_timeout_s}))
+            return bool(await self.search_client.ping(params={"request_timeout": self.spec.client_timeout_s}))
         except OpenSearchException:
             return False

@@ -1,15 +1,15 @@
 """Declarative config: one YAML/TOML/JSON file -> the same tools the Python API builds.
 
-config = load_config("scopegate.yaml")      # validated; errors name the bad key
+config = load_config("scopegate.yaml")      # validated; errors name the bad key and its line
 app = await build_app(config)               # backends, tools, guard
 agent = LlmAgent(..., tools=app.adk_tools())
 """
 
 from scopegate.config.builder import FeatureUnavailable, ToolApp, build_app
 from scopegate.config.declarations import declaration, declarations
-from scopegate.config.loader import ConfigValidationError, Problem
-from scopegate.config.model import AppConfig, load_config, parse_config
-from scopegate.config.schema import config_schema
+from scopegate.config.loader import load_config, parse_config
+from scopegate.config.model import AppConfig, config_schema
+from scopegate.validation import ConfigValidationError, Problem
 
 __all__ = [
     "AppConfig",

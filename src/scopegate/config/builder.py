@@ -4,48 +4,53 @@ Nothing here invents a tool of its own: a configured search tool *is*
 ``SearchTool(spec, backend)`` (+ ``FetchTool``), an OpenAPI toolset is the
 OpenAPI runtime's own toolset, the guard is :class:`scopegate.guard.Guard`.
 So an app written in Python and the same app written as a config file show
-the model identical declarations and return identical results.
+the model identical declarations and return identical results. Every call
+below is typed; the optional engine clients are imported where they are used,
+and a missing one is a :class:`FeatureUnavailable` naming the pip extra.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from types import ModuleType
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from scopegate.backends.base import SearchBackend
 from scopegate.backends.embedded import EmbeddedBackend
-from scopegate.config.model import (
-    AppConfig,
-    EmbeddedBackendConfig,
-    GuardConfig,
-    OpenAPIConfig,
-    RemoteBackendConfig,
-    SearchToolConfig,
+from scopegate.config.apptools import build_app_tools
+from scopegate.config.identity import IdentityServices, build_identity
+from scopegate.config.model import AppConfig, EmbeddedBackendConfig, GuardsConfig, RemoteBackendConfig, SearchToolConfig
+from scopegate.config.openapi import build_openapi_toolset
+from scopegate.errors import ConfigError, UnknownNameError, install_hint
+from scopegate.guard import (
+    CallCap,
+    CallLog,
+    CapPolicy,
+    Guard,
+    GuardMetrics,
+    MemoryStore,
+    RateLimiter,
+    RedisStore,
+    TieredStore,
+    ToolCache,
 )
-from scopegate.errors import ConfigError
+from scopegate.search.agg_tool import AggregateTool
+from scopegate.search.spec import SearchSpec
 from scopegate.search.tools import FetchTool, SearchTool
 from scopegate.tools import ScopedTool
 
 log = logging.getLogger("scopegate.config")
+Closer = Callable[[], Awaitable[None]]
 
 
 class FeatureUnavailable(ConfigError):
-    """A config section needs a part of scopegate that is not installed or not built yet."""
+    """A config section needs a part of scopegate that is not installed (the cause is the ImportError)."""
 
-
-def optional_module(module: str, feature: str) -> ModuleType:
-    """Import ``module`` or raise :class:`FeatureUnavailable` naming what is missing."""
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        missing = exc.name or module
-        raise FeatureUnavailable(
-            f"{feature} is not available in this installation: module {missing!r} cannot be imported ({exc})"
-        ) from exc
+    @classmethod
+    def missing(cls, feature: str, extra: str, exc: ImportError) -> FeatureUnavailable:
+        module = exc.name or "a dependency"
+        return cls(f"{feature} needs the {extra!r} extra ({module} is not installed): {install_hint(extra)}")
 
 
 @dataclass
@@ -55,31 +60,34 @@ class ToolApp:
     config: AppConfig
     tools: list[ScopedTool]
     raw_tools: list[ScopedTool]
-    guard: Any = None  # scopegate.guard.Guard | None (imported lazily)
+    guard: Guard | None = None
     backends: list[SearchBackend] = field(default_factory=list)
-    closers: list[Any] = field(default_factory=list)
+    closers: list[Closer] = field(default_factory=list)
+    # Token verification, tool scopes and per-user credentials (the auth section), shared by MCP and ADK.
+    identity: IdentityServices | None = None
 
     def tool(self, name: str) -> ScopedTool:
         for t in self.tools:
             if t.name == name:
                 return t
-        raise KeyError(name)
+        raise UnknownNameError("tool", name, self.names())
 
     def names(self) -> list[str]:
         return [t.name for t in self.tools]
 
     def adk_tools(self) -> list[Any]:
-        """The tools as Google ADK tools (``LlmAgent(tools=app.adk_tools())``)."""
+        """The tools as Google ADK tools (``LlmAgent(tools=app.adk_tools())``), reading scope as the
+        ``scope`` section says (binding, signed or session state; see docs/deployment-adk.md)."""
         from scopegate.adapters.adk import AdkTool
+        from scopegate.adapters.adk_scope import ScopePolicy
 
-        return [AdkTool(t) for t in self.tools]
+        policy = ScopePolicy.from_config(self.config.scope)
+        return [AdkTool(t, scope_policy=policy) for t in self.tools]
 
     async def aclose(self) -> None:
         for closer in reversed(self.closers):
             try:
-                result = closer()
-                if hasattr(result, "__await__"):
-                    await result
+                await closer()
             except Exception:
                 log.exception("error while closing %r", closer)
         for backend in self.backends:
@@ -98,86 +106,97 @@ def build_search_backend(tool: SearchToolConfig, config: AppConfig, *, offline: 
     if isinstance(backend_cfg, EmbeddedBackendConfig):
         if offline:
             return EmbeddedBackend(tool.spec, None, threads=1)
-        return EmbeddedBackend(tool.spec, backend_cfg.index_path(tool.spec.index), threads=backend_cfg.threads)
-    return build_remote_backend(backend_cfg, tool)
-
-
-def build_remote_backend(cfg: RemoteBackendConfig, tool: SearchToolConfig) -> SearchBackend:
-    """An OpenSearch or Elasticsearch backend: the same class and arguments the Python API uses."""
-    options: dict[str, Any] = {"verify_certs": cfg.verify_certs}
-    if cfg.ca_certs is not None:
-        options["ca_certs"] = str(cfg.ca_certs)
-    engine: dict[str, Any] = {}
-    if cfg.shards is not None:
-        engine["shards"] = cfg.shards
-    if cfg.replicas is not None:
-        engine["replicas"] = cfg.replicas
-    urls: str | list[str] = cfg.urls[0] if len(cfg.urls) == 1 else list(cfg.urls)
-    if cfg.kind == "opensearch":
-        module = optional_module(
-            "scopegate.backends.opensearch", "the opensearch backend (pip install scopegate[opensearch])"
+        return EmbeddedBackend(
+            tool.spec,
+            backend_cfg.index_path(tool.spec.index),
+            threads=backend_cfg.threads,
+            max_pending_writes=backend_cfg.max_pending_writes,
+            writer_wait_s=backend_cfg.writer_wait_s,
+            reader_check_s=backend_cfg.reader_check_s,
+            writer_nice=backend_cfg.writer_nice,
         )
-        if cfg.username is not None:
-            options["http_auth"] = (cfg.username, cfg.password or "")
-        backend: SearchBackend = module.OpenSearchBackend(tool.spec, urls, **engine, **options)
-        return backend
-    module = optional_module(
-        "scopegate.backends.elasticsearch", "the elasticsearch backend (pip install scopegate[elasticsearch])"
-    )
-    if cfg.username is not None:
-        options["basic_auth"] = (cfg.username, cfg.password or "")
-    if cfg.api_key:
-        options["api_key"] = cfg.api_key
-    if cfg.server_major is not None:
-        engine["server_major"] = cfg.server_major
-    backend = module.ElasticsearchBackend(tool.spec, urls, **engine, **options)
-    return backend
+    return build_remote_backend(backend_cfg, tool.spec)
+
+
+class _EngineArgs(TypedDict):
+    """What both engine backends take from a ``backends`` entry (the client options included)."""
+
+    analysis: str
+    shards: int
+    replicas: int | None
+    routing: Literal["none", "tenant"]
+    agent: str | None
+    alias_filter: dict[str, str | tuple[str, ...]] | None
+    coordinating_url: list[str] | None
+    dead_timeout_s: float
+    verify_certs: bool
+    ca_certs: str | None
+
+
+def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBackend:
+    """An OpenSearch or Elasticsearch backend: the same class and arguments the Python API uses."""
+    urls: str | list[str] = cfg.url[0] if len(cfg.url) == 1 else list(cfg.url)
+    ca_certs = str(cfg.ca_certs) if cfg.ca_certs is not None else None
+    common: _EngineArgs = {
+        "analysis": cfg.analysis,
+        "shards": cfg.shards,
+        "replicas": cfg.replicas,
+        "routing": cfg.routing,
+        "agent": cfg.agent,
+        "alias_filter": dict(cfg.alias_filter) if cfg.alias_filter else None,
+        "coordinating_url": list(cfg.coordinating_url) if cfg.coordinating_url else None,
+        "dead_timeout_s": cfg.dead_timeout_s,
+        "verify_certs": cfg.verify_certs,
+        "ca_certs": ca_certs,
+    }
+    credentials = (cfg.username, cfg.password or "") if cfg.username is not None else None
+    if cfg.type == "opensearch":
+        try:
+            from scopegate.backends.opensearch import OpenSearchBackend
+        except ImportError as exc:
+            raise FeatureUnavailable.missing("the opensearch backend", "opensearch", exc) from exc
+        return OpenSearchBackend(spec, urls, http_auth=credentials, **common)
+    try:
+        from scopegate.backends.elasticsearch import CLIENT_MAJOR, ElasticsearchBackend
+    except ImportError as exc:
+        raise FeatureUnavailable.missing("the elasticsearch backend", "elasticsearch", exc) from exc
+    major = cfg.server_major or CLIENT_MAJOR
+    return ElasticsearchBackend(spec, urls, basic_auth=credentials, api_key=cfg.api_key, server_major=major, **common)
 
 
 # -- guard --------------------------------------------------------------------------------
-def build_guard(cfg: GuardConfig) -> Any:
-    """A :class:`scopegate.guard.Guard` from the ``guards`` section, or None when disabled."""
+def build_guard(cfg: GuardsConfig) -> Guard | None:
+    """A :class:`Guard` from the ``guards`` section, or None when disabled."""
     if not cfg.enabled:
         return None
-    guard_mod = optional_module("scopegate.guard", "the guards section (call cap, cache, call log, metrics)")
-    cap = guard_mod.CallCap(
-        guard_mod.CapPolicy(
-            family_limits=dict(cfg.family_limits), tool_limits=dict(cfg.tool_limits), default_limit=cfg.default_limit
-        )
+    cap = CallCap(
+        CapPolicy(family_limits=dict(cfg.cap.families), tool_limits=dict(cfg.cap.tools), default_limit=cfg.cap.default)
     )
-    rate_limiter = guard_mod.RateLimiter(cfg.rate, cfg.burst) if cfg.rate is not None and cfg.burst else None
+    rate = cfg.rate_limit
     cache = None
-    if cfg.cache_enabled:
-        local = guard_mod.MemoryStore(max_entries=cfg.cache_max_entries)
-        # With Redis, a small in-process tier in front keeps the hit path ~10x faster than a search.
-        store = guard_mod.TieredStore(local, guard_mod.RedisStore(url=cfg.redis_url)) if cfg.redis_url else local
-        cache = guard_mod.ToolCache(store, ttl_s=cfg.cache_ttl_s, families=cfg.cache_families)
+    if cfg.cache.enabled:
+        local = MemoryStore(max_entries=cfg.cache.max_entries)
+        store: MemoryStore | TieredStore = local
+        if cfg.cache.redis_url is not None:
+            try:
+                remote = RedisStore(url=cfg.cache.redis_url)
+            except ImportError as exc:
+                raise FeatureUnavailable.missing("guards.cache.redis_url", "redis", exc) from exc
+            # A small in-process tier in front keeps the hit path ~10x faster than a search.
+            store = TieredStore(local, remote)
+        cache = ToolCache(store, ttl_s=cfg.cache.ttl_s, families=cfg.cache.families)
     call_log = None
-    if cfg.log_path is not None:
-        kwargs: dict[str, Any] = {}
-        if cfg.log_max_bytes is not None:
-            kwargs["max_bytes"] = cfg.log_max_bytes
-        if cfg.log_backups is not None:
-            kwargs["backups"] = cfg.log_backups
-        call_log = guard_mod.CallLog.to_file(cfg.log_path, **kwargs)
-    metrics = guard_mod.GuardMetrics() if cfg.metrics else None
-    return guard_mod.Guard(
+    if cfg.log is not None:
+        call_log = CallLog.to_file(cfg.log.path, max_bytes=cfg.log.max_bytes, backups=cfg.log.backups)
+    return Guard(
         cap=cap,
-        rate_limiter=rate_limiter,
+        rate_limiter=RateLimiter(rate.rate, rate.burst) if rate is not None else None,
         cache=cache,
         call_log=call_log,
-        metrics=metrics,
+        metrics=GuardMetrics() if cfg.metrics else None,
         call_timeout_s=cfg.call_timeout_s,
-        generation_ttl_s=cfg.cache_generation_ttl_s,
+        generation_ttl_s=cfg.cache.generation_ttl_s,
     )
-
-
-# -- OpenAPI ------------------------------------------------------------------------------
-def build_openapi_tools(cfg: OpenAPIConfig, config: AppConfig) -> tuple[list[ScopedTool], list[Any]]:
-    """The tools of one OpenAPI toolset and the closers it needs (its HTTP client)."""
-    from scopegate.config.openapi import build_openapi_toolset
-
-    return build_openapi_toolset(cfg, config)
 
 
 # -- the app ------------------------------------------------------------------------------
@@ -185,6 +204,8 @@ def search_tools_for(tool_cfg: SearchToolConfig, backend: SearchBackend) -> list
     tools: list[ScopedTool] = [SearchTool(tool_cfg.spec, backend)]
     if tool_cfg.fetch:
         tools.append(FetchTool(tool_cfg.spec, backend))
+    if tool_cfg.aggregate is not None:
+        tools.append(AggregateTool(tool_cfg.spec, backend, tool_cfg.aggregate))
     return tools
 
 
@@ -196,27 +217,43 @@ def _check_unique(tools: Sequence[ScopedTool]) -> None:
         seen.add(tool.name)
 
 
-async def build_app(config: AppConfig, *, offline: bool = False, guard: Any = "config") -> ToolApp:
-    """Backends, tools and guard of ``config``.
+async def build_app(
+    config: AppConfig,
+    *,
+    offline: bool = False,
+    guard: Guard | Literal["config"] | None = "config",
+    resource: str | None = None,
+) -> ToolApp:
+    """Backends, tools, guard and identity services of ``config``.
 
     ``offline`` builds in-memory embedded indexes and opens nothing (for
     ``scopegate check``). ``guard`` overrides the configured guard (pass
-    ``None`` for raw tools). On failure, whatever was opened is closed again.
+    ``None`` for raw tools). ``resource`` is the MCP server's own URI when
+    ``auth.resource`` is unset (an accepted token audience). On failure,
+    whatever was opened is closed again.
     """
     app = ToolApp(config=config, tools=[], raw_tools=[])
     try:
+        app.identity = build_identity(config.auth, resource=resource)
+        app.closers.append(app.identity.aclose)
         for tool_cfg in config.search_tools:
             backend = build_search_backend(tool_cfg, config, offline=offline)
             app.backends.append(backend)
             app.raw_tools += search_tools_for(tool_cfg, backend)
         for api_cfg in config.openapi:
-            tools, closers = build_openapi_tools(api_cfg, config)
+            tools, closers = build_openapi_toolset(api_cfg, config.scope_keys, identity=app.identity)
             app.raw_tools += tools
             app.closers += closers
         _check_unique(app.raw_tools)
+        if config.app_tools:
+            written, hidden = build_app_tools(config.app_tools, config.scope_keys, app.raw_tools)
+            # Tools only the app tools call (``hide``) are not served; the app tools hold them.
+            app.raw_tools = [t for t in app.raw_tools if t.name not in hidden] + list(written)
+            _check_unique(app.raw_tools)
         app.guard = build_guard(config.guards) if guard == "config" else guard
     except BaseException:
         await app.aclose()
         raise
-    app.tools = [app.guard.wrap(t) for t in app.raw_tools] if app.guard is not None else list(app.raw_tools)
+    wrap = app.guard.wrap if app.guard is not None else None
+    app.tools = [wrap(t) for t in app.raw_tools] if wrap is not None else list(app.raw_tools)
     return app

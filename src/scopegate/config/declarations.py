@@ -16,13 +16,13 @@ from scopegate.tools import ScopedTool
 
 def requires_confirmation(tool: ScopedTool) -> bool:
     """Whether the user must approve each call (OpenAPI tools that change state, by default)."""
-    return bool(getattr(tool, "requires_confirmation", False))
+    return bool(tool.requires_confirmation)
 
 
 def tool_annotations(tool: ScopedTool) -> dict[str, Any]:
     """MCP tool annotations (hints for clients): reads are read-only, state changes destructive."""
     # A search runs over our own index (a closed world); an API tool reaches an external service.
-    open_world = tool.family != "search"
+    open_world = tool.family not in ("search", "fetch")
     if tool.read_only:
         return {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": open_world}
     return {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": open_world}

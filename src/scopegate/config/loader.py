@@ -1,138 +1,62 @@
-"""Read a config file (YAML, TOML or JSON), expand ``${ENV}`` references, validate it.
+"""Read a config file (YAML, TOML or JSON), expand ``${ENV}`` references, validate it into :class:`AppConfig`.
 
-Every problem is reported with the path of the bad key
-(``search_tools[0].filters[1].allowed: [] should be non-empty``), all at once,
-so one ``scopegate check`` run shows everything to fix.
+Every problem is reported with the path of the bad key and, where the file format lets the
+loader know it, its line (``scopegate.yaml:12: search_tools[0].filters[1].allowed: [] should be
+non-empty``), all at once, so one ``scopegate check`` run shows everything to fix. Lines are exact
+for YAML and JSON and best effort for TOML (table headers and ``key =`` lines).
 """
 
 from __future__ import annotations
 
-import difflib
-import json
 import os
 import re
-import tomllib
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from scopegate.config.schema import CONFIG_SCHEMA
-from scopegate.errors import ConfigError
+from scopegate.config.model import AppConfig
+from scopegate.documents import Document, Limits, parse, read_document
+from scopegate.documents import format_of as _format_of
+from scopegate.validation import ConfigValidationError, Problem, ProblemsFound, format_path, problems_of, with_lines
 
-MAX_CONFIG_BYTES = 4_000_000
-MAX_PROBLEMS = 50
+__all__ = [
+    "CONFIG_LIMITS",
+    "ConfigValidationError",
+    "Problem",
+    "expand_env",
+    "format_of",
+    "format_path",
+    "load_config",
+    "load_raw",
+    "parse_config",
+    "parse_config_text",
+    "read_config_file",
+]
+
+CONFIG_LIMITS = Limits(max_bytes=4_000_000, max_depth=64, max_nodes=200_000, max_scalar_chars=100_000)
+MAX_CONFIG_BYTES = CONFIG_LIMITS.max_bytes
 _ENV_REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ADAPTER: TypeAdapter[AppConfig] = TypeAdapter(AppConfig)
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a config: where (``a.b[0].c``) and what."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
+def parse_config_text(text: str | bytes, fmt: str, *, source: str = "<config>") -> Any:
+    """Parse ``text`` as ``yaml``, ``toml`` or ``json``; raises a ConfigError naming the line."""
+    return parse(text, fmt, source, CONFIG_LIMITS).data
 
 
-class ConfigValidationError(ConfigError):
-    """A config file is invalid; ``problems`` lists every problem found, each with its key path."""
-
-    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        shown = self.problems[:MAX_PROBLEMS]
-        more = len(self.problems) - len(shown)
-        lines = [f"{source}: {len(self.problems)} problem(s)"] + [f"  - {p}" for p in shown]
-        if more > 0:
-            lines.append(f"  ... and {more} more")
-        super().__init__("\n".join(lines))
+def format_of(path: str | os.PathLike[str]) -> str:
+    return _format_of(path, what="config")
 
 
-def format_path(parts: Iterable[str | int]) -> str:
-    """``["search_tools", 0, "filters"]`` -> ``search_tools[0].filters``; empty -> ``(top level)``."""
-    out = ""
-    for part in parts:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out or "(top level)"
-
-
-# -- parsing ------------------------------------------------------------------------------
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys (PyYAML silently keeps the last one)."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _value in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", key_node.start_mark)
-        seen.add(key)
-    return dict(loader.construct_mapping(node, deep=deep))
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-def _json_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def parse_config_text(text: str, fmt: str, *, source: str = "<config>") -> Any:
-    """Parse ``text`` as ``yaml``, ``toml`` or ``json``; raises ConfigError naming the line."""
-    try:
-        if fmt == "toml":
-            return tomllib.loads(text)
-        if fmt == "json":
-            return json.loads(text, object_pairs_hook=_json_pairs)
-        return yaml.load(text, Loader=_UniqueKeyLoader)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{source}: not valid TOML: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
-    except ValueError as exc:
-        raise ConfigError(f"{source}: not valid JSON: {exc}") from exc
-
-
-def format_of(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix == ".toml":
-        return "toml"
-    if suffix == ".json":
-        return "json"
-    if suffix in (".yaml", ".yml"):
-        return "yaml"
-    raise ConfigError(f"{path}: unknown config format {suffix!r} (use .yaml, .yml, .toml or .json)")
+def read_config_document(path: str | os.PathLike[str]) -> Document:
+    """The parsed file with the line of every key."""
+    return read_document(path, CONFIG_LIMITS, what="config", positions=True)
 
 
 def read_config_file(path: str | os.PathLike[str]) -> Any:
-    p = Path(path)
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise ConfigError(f"cannot read config {p}: {exc.strerror or exc}") from exc
-    if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{p}: config is larger than {MAX_CONFIG_BYTES} bytes")
-    fmt = format_of(p)
-    try:
-        text = p.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read config {p}: {exc}") from exc
-    return parse_config_text(text, fmt, source=str(p))
+    return read_config_document(path).data
 
 
 # -- ${ENV} expansion --------------------------------------------------------------------
@@ -152,7 +76,7 @@ def expand_env(data: Any, environ: Mapping[str, str], *, path: tuple[str | int, 
             if value is None or value == "":
                 if default is not None:
                     return default
-                problems.append(Problem(format_path(path), f"environment variable {name} is not set"))
+                problems.append(Problem.at(path, f"environment variable {name} is not set"))
                 return ""
             return value
 
@@ -173,59 +97,49 @@ def expand_env(data: Any, environ: Mapping[str, str], *, path: tuple[str | int, 
     return data, problems
 
 
-# -- schema validation -------------------------------------------------------------------
-_VALIDATOR = Draft202012Validator(CONFIG_SCHEMA)
+# -- validation --------------------------------------------------------------------------
+def _validate(
+    document: Document, environ: Mapping[str, str] | None, base_dir: Path, *, source: str | None
+) -> tuple[AppConfig, dict[str, Any]]:
+    """Expand (unless ``environ`` is None), validate and type; every problem at once, with lines."""
+    if not isinstance(document.data, Mapping):
+        raise ConfigValidationError(document.source, [Problem.at((), "a config must be a mapping of keys")])
+    expanded, problems = expand_env(document.data, environ) if environ is not None else (document.data, [])
+    context = {"base_dir": base_dir, **({"source": source} if source is not None else {})}
+    config: AppConfig | None = None
+    try:
+        config = _ADAPTER.validate_python(expanded, context=context)
+    except ValidationError as exc:
+        problems += problems_of(exc, AppConfig)
+    except ProblemsFound as exc:  # the cross-key checks, raised once every key is valid
+        problems += exc.problems
+    except RecursionError:
+        problems.append(Problem.at((), "nested too deeply"))
+    if problems or config is None:
+        located = with_lines(problems, document.line_of)
+        raise ConfigValidationError(document.source, sorted(located, key=lambda p: (p.line is None, p.line or 0)))
+    return config, dict(expanded)
 
 
-def _allowed_keys(schema: Any) -> list[str]:
-    props = schema.get("properties") if isinstance(schema, Mapping) else None
-    return sorted(props) if isinstance(props, Mapping) else []
-
-
-def _describe(error: ValidationError) -> Problem:
-    path = format_path(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
-        allowed = _allowed_keys(error.schema)
-        extra = sorted(str(k) for k in error.instance if k not in allowed)
-        hints = []
-        for key in extra:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hints.append(f"{key!r} (did you mean {close[0]!r}?)" if close else repr(key))
-        message = f"unexpected key {', '.join(hints)}; allowed: {', '.join(allowed)}"
-        return Problem(path, message)
-    if error.validator == "required":
-        return Problem(path, error.message.replace("is a required property", "is required"))
-    if error.validator in ("anyOf", "oneOf") and error.context:
-        # Report the branch that got furthest (deepest path) rather than "valid under none".
-        best = max(error.context, key=lambda e: (len(e.absolute_path), -len(e.message)))
-        return _describe(best)
-    if error.validator == "enum":
-        allowed = error.validator_value if isinstance(error.validator_value, list) else []
-        return Problem(path, f"{error.instance!r} is not one of {', '.join(repr(v) for v in allowed)}")
-    return Problem(path, error.message)
-
-
-def schema_problems(data: Any) -> list[Problem]:
-    """Every schema violation of ``data``, sorted by key path."""
-    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    seen: set[tuple[str, str]] = set()
-    out: list[Problem] = []
-    for error in errors:
-        problem = _describe(error)
-        if (problem.path, problem.message) not in seen:
-            seen.add((problem.path, problem.message))
-            out.append(problem)
-    return out
+def _load(path: str | os.PathLike[str], environ: Mapping[str, str] | None) -> tuple[AppConfig, dict[str, Any]]:
+    document = read_config_document(path)
+    env = os.environ if environ is None else environ
+    return _validate(document, env, Path(path).resolve().parent, source=str(path))
 
 
 def load_raw(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """Parse, expand and schema-validate a config file; raises :class:`ConfigValidationError`."""
-    source = str(path)
-    data = read_config_file(path)
-    if not isinstance(data, Mapping):
-        raise ConfigValidationError(source, [Problem("(top level)", "a config must be a mapping of keys")])
-    expanded, problems = expand_env(data, os.environ if environ is None else environ)
-    problems += schema_problems(expanded)
-    if problems:
-        raise ConfigValidationError(source, problems)
-    return dict(expanded)
+    """Parse, expand and validate a config file; returns the expanded data (raises like :func:`load_config`)."""
+    return _load(path, environ)[1]
+
+
+def load_config(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> AppConfig:
+    """Read, expand ``${ENV}``, validate and type a config file (YAML, TOML or JSON)."""
+    return _load(path, environ)[0]
+
+
+def parse_config(
+    data: Mapping[str, Any], *, base_dir: str | os.PathLike[str] = ".", source: str = "<config>"
+) -> AppConfig:
+    """Already-parsed data -> :class:`AppConfig` (no ``${ENV}`` expansion); raises ConfigValidationError."""
+    named = None if source == "<config>" else source
+    return _validate(Document(data, source), None, Path(base_dir), source=named)[0]

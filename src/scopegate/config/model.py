@@ -1,441 +1,751 @@
-"""The typed form of a validated config, and the checks that span several keys.
+"""The config file as one typed model: the keys, their types, bounds and descriptions, declared once.
 
-:func:`parse_config` turns the schema-valid dict from :mod:`.loader` into
-frozen dataclasses: search tools become real :class:`SearchSpec` objects (the
-same class the Python API uses), relative paths are resolved against the
-config file's folder, and cross-key problems (a tool naming an unknown
-backend, two tools with one name, a group field without a groups key) are
-reported with the key path, all at once.
+Validation, the JSON Schema ``scopegate check --schema`` prints (:func:`config_schema`) and the
+objects the builder reads all come from these classes. Relative paths resolve against the config
+file's folder (the ``base_dir`` in the validation context). Checks that need several sections at
+once (a tool naming a backend that exists, unique tool names, a group field without a groups
+key) are :meth:`AppConfig._cross_keys`, reported with key paths, all at once.
+
+A ``search_tools`` entry *is* a search spec (:class:`~scopegate.search.spec.SpecFields`) plus
+``backend`` and ``fetch``: there is no second list of spec keys here.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from functools import cached_property
+from pathlib import Path, PurePath
+from typing import Annotated, Any, Literal
 
-from scopegate.config.loader import ConfigValidationError, Problem, format_path, load_raw
-from scopegate.errors import ConfigError
+from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator, model_validator
+from pydantic.json_schema import SkipJsonSchema
+
+from scopegate.backends.embedded import DEFAULT_MAX_PENDING_WRITES, DEFAULT_WRITER_NICE, DEFAULT_WRITER_WAIT_S
+from scopegate.guard.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
+from scopegate.guard.calllog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
+from scopegate.guard.cap import DEFAULT_FAMILY_LIMITS
+from scopegate.guard.guard import DEFAULT_CALL_TIMEOUT_S, DEFAULT_GENERATION_TTL_S
 from scopegate.scope import ScopeKeys
-from scopegate.search.spec import SearchSpec, spec_from_dict
+from scopegate.search.aggregation import AggregationSpec, default_name
+from scopegate.search.spec import SearchSpec, SpecFields, Text, ToolName
+from scopegate.validation import Problem, ProblemsFound, json_schema, model
 
-DEFAULT_FAMILY_LIMITS: Mapping[str, int] = {"search": 4}
-DEFAULT_WINDOW_S = 60.0
+SCHEMA_ID = "https://scopegate.dev/schema/config-v1.json"
 SYMMETRIC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 
 
-@dataclass(frozen=True)
+def _resolve_path(value: Any, info: ValidationInfo) -> Any:
+    """``~`` expanded; relative paths joined to the config file's folder (``base_dir`` in the context)."""
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("'' should be non-empty")
+        value = Path(os.path.expanduser(value))
+    if isinstance(value, PurePath):
+        base = (info.context or {}).get("base_dir")
+        path = Path(value)
+        return path if path.is_absolute() or base is None else Path(base) / path
+    return value
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+ConfigPath = Annotated[
+    Path,
+    BeforeValidator(_resolve_path, json_schema_input_type=Annotated[str, Field(min_length=1, max_length=4096)]),
+]
+Str = Annotated[str, Strict()]
+Key = Annotated[str, Strict(), Field(min_length=1, max_length=128)]
+Id = Annotated[str, Strict(), Field(min_length=1, max_length=256)]
+NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
+EnvName = Annotated[str, Strict(), Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+Url = Annotated[str, Strict(), Field(pattern=r"^https?://", max_length=2048)]
+UrlPath = Annotated[str, Strict(), Field(pattern=r"^/[A-Za-z0-9/_-]*$")]
+Flag = Annotated[bool, Strict()]
+
+
+def _count(low: int, high: int, description: str | None = None) -> Any:
+    return Field(ge=low, le=high, strict=True, description=description)
+
+
+def _seconds(high: float, description: str | None = None) -> Any:
+    return Field(gt=0, le=high, description=f"{description}, in seconds." if description else None)
+
+
+# -- backends -----------------------------------------------------------------------------------
+@model
 class EmbeddedBackendConfig:
-    name: str
-    path: Path
-    threads: int = 2
-    kind: Literal["embedded"] = "embedded"
+    """tantivy indexes in a local folder (no server)."""
+
+    type: Literal["embedded"]
+    path: Annotated[
+        ConfigPath, Field(description="Folder holding one tantivy index per search tool, named by its index.")
+    ]
+    threads: Annotated[int, _count(1, 64, "Search threads")] = 2
+    max_pending_writes: Annotated[int, _count(1, 1024, "Ingest/delete calls that may wait for the writer thread")] = (
+        DEFAULT_MAX_PENDING_WRITES
+    )
+    writer_wait_s: Annotated[float, Field(ge=0, le=3600)] = Field(
+        default=DEFAULT_WRITER_WAIT_S, description="How long a write waits for another process's writer lock."
+    )
+    reader_check_s: Annotated[float, Field(ge=0, le=60)] = Field(
+        default=0.0, description="How long a reader may go without checking for a newer commit (0: every search)."
+    )
+    writer_nice: Annotated[int, Field(ge=0, le=19)] = Field(
+        default=DEFAULT_WRITER_NICE,
+        description="Nice steps below the searches at which ingest and delete run (Linux; 0: same priority).",
+    )
 
     def index_path(self, index: str) -> Path:
         return self.path / index
 
 
-@dataclass(frozen=True)
+@model
 class RemoteBackendConfig:
-    name: str
-    kind: Literal["opensearch", "elasticsearch"]
-    urls: tuple[str, ...]
-    username: str | None = None
-    password: str | None = field(default=None, repr=False)
-    api_key: str | None = field(default=None, repr=False)
-    verify_certs: bool = True
-    ca_certs: Path | None = None
-    server_major: int | None = None
-    shards: int | None = None
-    replicas: int | None = None
+    """An OpenSearch or Elasticsearch cluster."""
+
+    type: Literal["opensearch", "elasticsearch"]
+    url: Annotated[
+        tuple[Url, ...],
+        BeforeValidator(_one_or_many, json_schema_input_type=Url | list[Url]),
+        Field(min_length=1, max_length=64, description="One node URL or a list of them."),
+    ]
+    username: Str | None = None
+    password: Str | None = Field(default=None, repr=False)
+    api_key: Str | None = Field(default=None, repr=False, description="Elasticsearch API key.")
+    verify_certs: Flag = True
+    ca_certs: ConfigPath | None = None
+    server_major: Annotated[int, _count(7, 9, "Elasticsearch major version")] | None = None
+    shards: Annotated[int, _count(1, 1024, "Primary shards of a new index")] = 1
+    replicas: Annotated[int, _count(0, 16, "Replicas of a new index")] | None = None
+    analysis: Literal["scopegate_en", "standard"] = Field(
+        default="scopegate_en",
+        description="Text analysis of a new index: scopegate_en (the embedded engine's chain; needs the "
+        "analysis-common module) or standard (core only, e.g. Elasticsearch's minimal distribution).",
+    )
+    routing: Literal["none", "tenant"] = Field(
+        default="none",
+        description="'tenant': each tenant's documents on one shard, and its searches, fetches and deletes "
+        "sent to that shard only (an index's routing is fixed when it is created: reindex to change it).",
+    )
+    agent: Annotated[str, Strict(), Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")] | None = Field(
+        default=None, description="Search through this agent's own read alias, <index>-read-<agent>."
+    )
+    alias_filter: Mapping[Key, NonEmpty | tuple[NonEmpty, ...]] | None = Field(
+        default=None,
+        description="Keyword field -> value(s) the agent's alias is filtered to (needs agent), e.g. product: billing.",
+    )
+    coordinating_url: (
+        Annotated[
+            tuple[Url, ...],
+            BeforeValidator(_one_or_many, json_schema_input_type=Url | list[Url]),
+            Field(min_length=1, max_length=64),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        description="Coordinating-only node URL(s): searches and fetches go only there; writes use url.",
+    )
+    dead_timeout_s: Annotated[float, _seconds(300, "How long a node that refused a connection is left out")] = 2.0
+
+    @model_validator(mode="after")
+    def _filter_needs_agent(self) -> RemoteBackendConfig:
+        if self.alias_filter and self.agent is None:
+            raise ValueError("alias_filter needs agent: the shared read alias is also the write alias")
+        return self
 
 
-BackendConfig = EmbeddedBackendConfig | RemoteBackendConfig
+BackendConfig = Annotated[EmbeddedBackendConfig | RemoteBackendConfig, Field(discriminator="type")]
 
 
-@dataclass(frozen=True)
-class SearchToolConfig:
-    backend: str
-    spec: SearchSpec
-    fetch: bool = True
+# -- tools --------------------------------------------------------------------------------------
+@model(kw_only=True)
+class SearchToolConfig(SpecFields):
+    """A search tool (and its fetch-by-id companion): a search spec on a named backend."""
+
+    backend: Annotated[Key, Field(description="Name of an entry under `backends`.")]
+    fetch: Flag = Field(default=True, description="Also serve the fetch-by-id tool (default true).")
+    aggregate: AggregationSpec | None = Field(
+        default=None, description="Also serve the aggregation (count) tool over this index, with these settings."
+    )
+    # Set from scope.state_keys when the config is validated; not a key of the file.
+    scope_keys: SkipJsonSchema[ScopeKeys | None] = None
+
+    @cached_property
+    def spec(self) -> SearchSpec:
+        """The :class:`SearchSpec` the tools are built from (the same class the Python API uses)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(SpecFields)}
+        return SearchSpec(**fields, scope_keys=self.scope_keys or ScopeKeys())
 
     def tool_names(self) -> tuple[str, ...]:
-        return (self.spec.name, self.spec.fetch_name) if self.fetch else (self.spec.name,)
+        names: tuple[str, ...] = (self.name, self.fetch_name) if self.fetch else (self.name,)
+        if self.aggregate is not None:
+            names += (self.aggregate.name or default_name(self.name),)
+        return names
 
 
-@dataclass(frozen=True)
+@model
+class PolicyConfig:
+    """Per-operation rules of an OpenAPI toolset."""
+
+    projection: tuple[NonEmpty, ...] | None = Field(default=None, description="Response paths the model sees.")
+    ownership: NonEmpty | None = Field(default=None, description="Ownership rule in its text form.")
+    bind: Mapping[str, Key] = Field(default_factory=dict, description="argument -> session-state key")
+    confirm: Flag | None = None
+    retry: Flag = True
+    description: Text | None = None
+    sensitive: tuple[NonEmpty, ...] = Field(
+        default=(),
+        description="Arguments (or dotted paths into them) whose values are sent but never logged or echoed.",
+    )
+
+
+ScopeName = Annotated[str, Strict(), Field(pattern=r"^[!#-\[\]-~]{1,256}$", description="An OAuth scope.")]
+
+
+@model
+class ExchangeConfig:
+    """A per-user token for this API from RFC 8693 token exchange at ``auth.provider`` (never the caller's token)."""
+
+    audience: NonEmpty | None = Field(default=None, description="The API's audience at the provider (a client id).")
+    resource: Url | None = Field(default=None, description="The API's resource URI (RFC 8707).")
+    scopes: tuple[ScopeName, ...] = Field(
+        default=(), description="Scopes to ask for; only those the caller's own token grants are requested."
+    )
+
+    @model_validator(mode="after")
+    def _target(self) -> ExchangeConfig:
+        if self.audience is None and self.resource is None:
+            raise ValueError("give the API's audience and/or resource")
+        return self
+
+
+@model
+class CredentialConfig:
+    """Where a security scheme's secret comes from: the environment (service), session state, or token exchange."""
+
+    env: EnvName | None = Field(default=None, description="Environment variable holding the token or API key.")
+    username_env: EnvName | None = Field(default=None, description="HTTP basic: variable holding the user name.")
+    password_env: EnvName | None = Field(default=None, description="HTTP basic: variable holding the password.")
+    state_key: Key | None = Field(default=None, description="Session-state key holding the user's own token.")
+    username_state_key: Key | None = None
+    exchange: ExchangeConfig | None = Field(
+        default=None, description="The signed-in user's token for this API, by token exchange (needs auth.provider)."
+    )
+
+    @model_validator(mode="after")
+    def _one_source(self) -> CredentialConfig:
+        sources = [s for s in (self.env, self.state_key, self.username_env, self.exchange) if s is not None]
+        if len(sources) != 1 or (self.username_env is None) != (self.password_env is None):
+            raise ValueError("give one source: env, state_key, exchange, or username_env + password_env (HTTP basic)")
+        return self
+
+
+@model
 class OpenAPIConfig:
-    """An OpenAPI toolset as configured; turned into ToolsetSettings by the builder."""
+    """An OpenAPI toolset: a pinned spec, an allowlist, and how calls are made."""
 
-    name: str
-    spec: Path
-    allow: tuple[str, ...]
-    base_url: str | None = None
-    policies: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    credentials: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    confirm: Literal["state_changing", "always"] = "state_changing"
-    timeout_s: float | None = None
-    connect_timeout_s: float | None = None
-    max_response_bytes: int | None = None
-    redirects: str | None = None
-    retry: bool | None = None
-    max_result_chars: int | None = None
+    name: ToolName
+    spec: Annotated[ConfigPath, Field(description="Path of the pinned OpenAPI/Swagger document.")]
+    allow: Annotated[tuple[NonEmpty, ...], Field(min_length=1, description="operationIds or 'METHOD /path'.")]
+    base_url: Url | None = None
+    policies: Mapping[str, PolicyConfig] = Field(default_factory=dict)
+    credentials: Mapping[str, CredentialConfig] = Field(default_factory=dict)
+    confirm: Literal["state_changing", "always"] = Field(
+        default="state_changing",
+        description="Which calls need the user's approval (default state_changing); a policy's confirm wins.",
+    )
+    timeout_s: Annotated[float, _seconds(600, "Total time per call")] | None = None
+    connect_timeout_s: Annotated[float, _seconds(60, "Connect timeout")] | None = None
+    max_response_bytes: Annotated[int, _count(1, 1 << 30, "Largest response read")] | None = None
+    redirects: Literal["same-origin", "none"] | None = None
+    retry: Flag | None = None
+    max_result_chars: Annotated[int, _count(200, 200_000, "Characters a result may take")] | None = None
+    sensitive_fields: tuple[NonEmpty, ...] | None = Field(
+        default=None,
+        description="Field names (any depth) masked like format: password; default: password, root_pass, secret...",
+    )
+    allow_external_refs: Flag = Field(
+        default=False,
+        description="Resolve $ref to other files in the spec's folder (never outside it): a multi-file spec's root.",
+    )
+    strict: Flag = Field(default=False, description="Refuse to start when a tool would not carry one of its inputs.")
 
 
-@dataclass(frozen=True)
+# -- auth and identity ------------------------------------------------------------------------
+Claim = Annotated[str, Strict(), Field(min_length=1, max_length=256, description="Claim name; dots reach nested.")]
+Algorithm = Literal[
+    "RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "HS256", "HS384", "HS512"
+]
+
+
+@model
 class ClaimMap:
     """Which token claims give tenant, user and groups (dots reach nested claims)."""
 
-    tenant: str
-    user: str | None = "sub"
-    groups: str | None = None
+    tenant: Claim
+    user: Claim | None = "sub"
+    groups: Claim | None = None
 
 
-@dataclass(frozen=True)
+def _default_algorithms(data: dict[str, Any]) -> tuple[Algorithm, ...]:
+    return ("HS256",) if data.get("secret_env") else ("RS256",)
+
+
+Audiences = Annotated[
+    tuple[NonEmpty, ...],
+    BeforeValidator(_one_or_many, json_schema_input_type=NonEmpty | list[NonEmpty]),
+    Field(min_length=1),
+]
+
+
+@model
 class JwtConfig:
-    issuer: str
-    audience: tuple[str, ...]
+    """Bearer JWTs: one key source, the accepted algorithms, issuer, audience, claim mapping."""
+
+    issuer: NonEmpty
+    audience: Annotated[Audiences, Field(description="Accepted `aud` values (auth.resource is accepted too).")]
     claims: ClaimMap
-    public_key_file: Path | None = None
-    jwks_file: Path | None = None
-    secret_env: str | None = None
-    algorithms: tuple[str, ...] = ("RS256",)
-    leeway_s: float = 30.0
-    max_age_s: float | None = None
+    public_key_file: ConfigPath | None = None
+    jwks_file: ConfigPath | None = None
+    secret_env: EnvName | None = None
+    jwks_url: Url | None = Field(default=None, description="The provider's JWKS, fetched, cached and rotated.")
+    discover: Flag = Field(
+        default=False, description="Take jwks_uri from the issuer's metadata (RFC 8414 / OpenID Connect Discovery)."
+    )
+    jwks_cache_s: Annotated[float, _seconds(86400, "How long a fetched JWKS is used")] = 300.0
+    jwks_refresh_min_s: Annotated[float, Field(ge=0, le=3600)] = Field(
+        default=10.0, description="Least time between JWKS fetches caused by unknown key ids, in seconds."
+    )
+    scope_claim: Claim = Field(default="scope", description="Claim holding the granted scopes (string or list).")
+    algorithms: Annotated[tuple[Algorithm, ...], Field(min_length=1)] = Field(
+        default_factory=_default_algorithms, description="Default: RS256, or HS256 with secret_env."
+    )
+    leeway_s: Annotated[float, Field(ge=0, le=300)] = 30.0
+    max_age_s: Annotated[float, _seconds(366 * 86400, "Oldest accepted iat")] | None = None
+
+    @field_validator("algorithms")
+    @classmethod
+    def _algorithm_family(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        symmetric = info.data.get("secret_env") is not None
+        wrong = [a for a in value if (a in SYMMETRIC_ALGORITHMS) != symmetric]
+        if wrong:
+            used = "a shared secret" if symmetric else "a public key or JWKS"
+            raise ValueError(f"{', '.join(wrong)} cannot be used with {used}")
+        return value
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> JwtConfig:
+        names = ("public_key_file", "jwks_file", "secret_env", "jwks_url")
+        sources = [n for n in names if getattr(self, n) is not None] + (["discover"] if self.discover else [])
+        if len(sources) != 1:
+            got = f" (got {', '.join(sources)})" if sources else ""
+            raise ValueError(f"set exactly one of public_key_file, jwks_file, secret_env, jwks_url, discover{got}")
+        return self
+
+    @property
+    def remote(self) -> bool:
+        return self.jwks_url is not None or self.discover
 
 
-@dataclass(frozen=True)
+@model
+class ProviderConfig:
+    """The authorization server (identity provider), and scopegate's own client there."""
+
+    issuer: Annotated[Url, Field(description="Its issuer identifier; metadata must name exactly this issuer.")]
+    metadata_url: Url | None = Field(
+        default=None, description="Default: discovered from the issuer (RFC 8414 path insertion, then OIDC)."
+    )
+    client_id: NonEmpty | None = Field(
+        default=None, description="scopegate's client at the provider (introspection, token exchange)."
+    )
+    client_secret_env: EnvName | None = Field(default=None, description="Environment variable holding its secret.")
+    client_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    timeout_s: Annotated[float, _seconds(60, "Timeout of each request to the provider")] = 5.0
+    metadata_cache_s: Annotated[float, _seconds(7 * 86400, "How long fetched metadata is used")] = 3600.0
+
+    @model_validator(mode="after")
+    def _client(self) -> ProviderConfig:
+        if (self.client_id is None) != (self.client_secret_env is None):
+            raise ValueError("client_id and client_secret_env go together")
+        return self
+
+
+@model
+class IntrospectionConfig:
+    """Opaque tokens, checked by RFC 7662 introspection at auth.provider (its client authenticates)."""
+
+    endpoint: Url | None = Field(default=None, description="Default: the provider metadata's introspection_endpoint.")
+    audience: Audiences | None = Field(default=None, description="Accepted `aud` values (default: auth.jwt.audience).")
+    claims: ClaimMap | None = Field(default=None, description="Default: auth.jwt.claims.")
+    scope_claim: Claim = "scope"
+    cache_s: Annotated[float, _seconds(3600, "How long an accepted answer is reused (revocation delay)")] = 60.0
+    inactive_cache_s: Annotated[float, Field(ge=0, le=3600)] = Field(
+        default=10.0, description="How long a refused token stays refused without asking again, in seconds."
+    )
+    max_entries: Annotated[int, _count(1, 10_000_000)] = 10_000
+    leeway_s: Annotated[float, Field(ge=0, le=300)] = 0.0
+
+
+@model
+class ScopesConfig:
+    """OAuth scopes per tool: a caller sees and may call only tools whose scopes its token grants."""
+
+    required: tuple[ScopeName, ...] = Field(default=(), description="Needed for any access (the 401 challenge).")
+    read: tuple[ScopeName, ...] = Field(default=(), description="Needed for read-only tools without their own rule.")
+    write: tuple[ScopeName, ...] = Field(default=(), description="Needed for state-changing tools without a rule.")
+    tools: Mapping[NonEmpty, tuple[ScopeName, ...]] = Field(
+        default_factory=dict, description="Tool name or family (search, fetch, openapi) -> needed scopes."
+    )
+    implies: Mapping[ScopeName, tuple[ScopeName, ...]] = Field(
+        default_factory=dict, description="A broader scope -> the narrower scopes it grants."
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.required or self.read or self.write or self.tools)
+
+
+@model
 class AuthConfig:
+    """How HTTP requests are authenticated: JWTs, introspection, a token table; scopes per tool."""
+
+    resource: Url | None = Field(
+        default=None,
+        description="This MCP server's canonical URI (Protected Resource Metadata `resource`; an accepted audience). "
+        "Default: built from server.http.",
+    )
+    provider: ProviderConfig | None = None
     jwt: JwtConfig | None = None
-    token_table: Path | None = None
+    introspection: IntrospectionConfig | None = None
+    token_table: ConfigPath | None = None
+    scopes: ScopesConfig = Field(default_factory=ScopesConfig)
 
     @property
     def configured(self) -> bool:
-        return self.jwt is not None or self.token_table is not None
+        return self.jwt is not None or self.token_table is not None or self.introspection is not None
+
+    def problems(self) -> list[Problem]:
+        out: list[Problem] = []
+        provider = self.provider
+        if self.jwt is not None and self.jwt.discover and provider is None:
+            out.append(Problem.at(("auth", "jwt", "discover"), "needs auth.provider (whose metadata names jwks_uri)"))
+        if self.jwt is not None and provider is not None and self.jwt.discover and self.jwt.issuer != provider.issuer:
+            out.append(Problem.at(("auth", "jwt", "issuer"), "must equal auth.provider.issuer to use its metadata"))
+        if self.introspection is not None:
+            at = ("auth", "introspection")
+            if provider is None or provider.client_id is None:
+                out.append(Problem.at(at, "needs auth.provider with client_id and client_secret_env"))
+            if self.introspection.audience is None and self.jwt is None and self.resource is None:
+                out.append(Problem.at((*at, "audience"), "give the accepted audience (or auth.jwt, or auth.resource)"))
+            if self.introspection.claims is None and self.jwt is None:
+                out.append(Problem.at((*at, "claims"), "give the claim mapping (or auth.jwt.claims)"))
+        return out
 
 
-@dataclass(frozen=True)
+@model
 class StdioScope:
     """The fixed identity of a stdio server (one user per process)."""
 
-    tenant: str | None = None
-    user: str | None = None
-    groups: tuple[str, ...] | None = None
+    tenant: Id | None = None
+    user: Id | None = None
+    groups: tuple[Id, ...] | None = None
 
 
-@dataclass(frozen=True)
-class GuardConfig:
-    enabled: bool = True
-    family_limits: Mapping[str, int] = field(default_factory=lambda: dict(DEFAULT_FAMILY_LIMITS))
-    tool_limits: Mapping[str, int] = field(default_factory=dict)
-    default_limit: int | None = None
-    window_s: float = DEFAULT_WINDOW_S
-    rate: float | None = None
-    burst: int | None = None
-    cache_enabled: bool = True
-    cache_ttl_s: float = 300.0
-    cache_max_entries: int = 10_000
-    # How long a backend's index generation is trusted before it is read again (0: every call).
-    cache_generation_ttl_s: float = 1.0
-    cache_families: tuple[str, ...] = ("search",)
-    redis_url: str | None = None
-    log_path: Path | None = None
-    log_max_bytes: int | None = None
-    log_backups: int | None = None
-    metrics: bool = True
-    call_timeout_s: float = 30.0
+@model
+class StateKeys:
+    """Session-state keys holding the caller's tenant, user and groups."""
+
+    tenant: Key = "tenant_id"
+    user: Key | None = None
+    groups: Key | None = None
 
 
-@dataclass(frozen=True)
+ModuleAttribute = Annotated[
+    str, Strict(), Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$", max_length=256)
+]
+
+
+@model
+class ScopeConfig:
+    """Where tools find the caller's scope (see docs/deployment-adk.md for the ADK serving modes)."""
+
+    state_keys: StateKeys = Field(default_factory=StateKeys)
+    source: Literal["auto", "state", "binding", "signed"] = Field(
+        default="auto",
+        description=(
+            "Where ADK tools read scope when no binding ran: 'binding' (refuse without a scope binding), 'signed' "
+            "(verify the signed scope in session state), 'state' (session state, trusted: only your server writes "
+            "it); 'auto': signed when signing keys are set, else state with a one-time warning."
+        ),
+    )
+    strict: Flag = Field(
+        default=False, description="Refuse scope from client-writable session state (an error at start-up)."
+    )
+    signing_keys: Str | None = Field(
+        default=None,
+        repr=False,
+        description="HMAC key ring for signed scope: 'kid:base64url-secret,...', the first signs (use ${ENV}).",
+    )
+    signing_keys_file: ConfigPath | None = Field(default=None, description="A file holding the key ring.")
+    identity_source: ModuleAttribute | None = Field(
+        default=None,
+        description="'package.module:attribute' naming the identity source of a ScopeBindingPlugin built "
+        "without arguments (adk --extra_plugins).",
+    )
+    passthrough: tuple[Key, ...] = Field(
+        default=(), description="Non-scope state keys tools may still read when scope is bound or signed."
+    )
+
+    @model_validator(mode="after")
+    def _one_key_source(self) -> ScopeConfig:
+        if self.signing_keys is not None and self.signing_keys_file is not None:
+            raise ValueError("give signing_keys or signing_keys_file, not both")
+        if self.source == "signed" and self.signing_keys is None and self.signing_keys_file is None:
+            raise ValueError("source 'signed' needs signing_keys or signing_keys_file")
+        return self
+
+
+# -- hand-written tools -------------------------------------------------------------------------
+@model
+class AppToolConfig:
+    """A hand-written tool: a function decorated with ``@app_tool``, named as ``package.module:attribute``."""
+
+    function: ModuleAttribute = Field(description="'package.module:attribute' of the @app_tool function.")
+    name: ToolName | None = Field(default=None, description="Serve it under this name (default: the function's).")
+    description: Text | None = Field(default=None, description="What the model reads (default: the docstring).")
+    uses: tuple[ToolName, ...] = Field(
+        default=(), description="Other tools of this config it may call with the caller's scope (ctx.tools)."
+    )
+    hide: tuple[ToolName, ...] = Field(
+        default=(), description="Tools of `uses` the model does not see: only this tool calls them."
+    )
+    credential: CredentialConfig | None = Field(
+        default=None, description="Where its downstream credential (ctx.credential) comes from."
+    )
+    timeout_s: Annotated[float, _seconds(600, "Time the function may take")] | None = None
+    max_result_chars: Annotated[int, _count(200, 200_000, "Characters a result may take")] | None = None
+
+
+# -- server and guards --------------------------------------------------------------------------
+@model
 class HttpConfig:
-    host: str = "127.0.0.1"
-    port: int = 8765
-    path: str = "/mcp"
-    metrics_path: str | None = "/metrics"
-    allowed_hosts: tuple[str, ...] = ()
-    allowed_origins: tuple[str, ...] = ()
-    stateless: bool = False
-    json_response: bool = False
-    max_sessions: int = 10_000
-    session_idle_timeout_s: float = 1800.0
-    max_request_bytes: int = 1_000_000
+    host: NonEmpty = "127.0.0.1"
+    port: Annotated[int, _count(0, 65535)] = 8765
+    path: UrlPath = "/mcp"
+    metrics_path: UrlPath | None = "/metrics"
+    allowed_hosts: tuple[NonEmpty, ...] = ()
+    allowed_origins: tuple[NonEmpty, ...] = ()
+    stateless: Flag = False
+    json_response: Flag = False
+    max_sessions: Annotated[int, _count(1, 1_000_000)] = 10_000
+    max_sessions_per_tenant: Annotated[int, _count(1, 1_000_000)] | None = Field(
+        default=1_000,
+        description="Open sessions one tenant may hold (handshake-era sessions), so one tenant cannot take all "
+        "max_sessions; null: no per-tenant limit.",
+    )
+    session_idle_timeout_s: Annotated[float, _seconds(7 * 86400)] = 1800.0
+    max_request_bytes: Annotated[int, _count(1, 1 << 30)] = 1_000_000
+    request_state_keys_env: Annotated[tuple[EnvName, ...], Field(max_length=8)] = Field(
+        default=(),
+        description="Environment variables holding the secrets (32+ bytes each) that seal multi-round-trip "
+        "request state (confirmations); the first seals, all open, so keys rotate as [old, new] -> [new, old] "
+        "-> [new]. Give every replica the same ones. Empty: a random key per process (one replica only).",
+    )
+    metrics_port: Annotated[int, _count(0, 65535)] | None = Field(
+        default=None, description="Serve metrics_path on this port instead of the MCP port (0: any free port)."
+    )
+    metrics_host: NonEmpty = Field(default="127.0.0.1", description="Interface of the metrics_port listener.")
+    metrics_token_env: EnvName | None = Field(
+        default=None, description="Environment variable holding a bearer token that /metrics requires."
+    )
 
 
-@dataclass(frozen=True)
+@model
+class ServerConfig:
+    name: Annotated[str, Strict(), Field(min_length=1, max_length=128)] = "scopegate"
+    instructions: Text | None = None
+    http: HttpConfig = Field(default_factory=HttpConfig)
+
+
+Limit = Annotated[int, _count(0, 100_000)]
+
+
+@model
+class CapConfig:
+    families: Mapping[str, Limit] = Field(
+        default_factory=lambda: dict(DEFAULT_FAMILY_LIMITS),
+        description="Calls per invocation (MCP: per session window) for each tool family: search (search and "
+        "count tools), fetch (fetch-by-id), openapi, app. Default {search: 4, fetch: 4}; given, it replaces the "
+        "default, and a family left out is not capped (unless `default`).",
+    )
+    tools: Mapping[str, Limit] = Field(
+        default_factory=dict, description="Limits per tool name; a call must pass its family's limit and its own."
+    )
+    default: Limit | None = Field(default=None, description="The limit of every family not named in `families`.")
+    window_s: Annotated[float, _seconds(86400)] = Field(
+        default=60.0, description="MCP only: the per-session budget renews every window (ADK counts per invocation)."
+    )
+
+
+@model
+class RateLimitConfig:
+    rate: Annotated[float, Field(gt=0, le=1_000_000, description="Calls per second per tenant.")]
+    burst: Annotated[int, _count(1, 1_000_000)]
+
+
+@model
+class CacheConfig:
+    enabled: Flag = True
+    ttl_s: Annotated[float, _seconds(30 * 86400)] = DEFAULT_TTL_S
+    max_entries: Annotated[int, _count(1, 100_000_000)] = DEFAULT_MAX_ENTRIES
+    redis_url: Annotated[str, Strict(), Field(pattern=r"^rediss?://")] | None = None
+    families: tuple[NonEmpty, ...] = ("search", "fetch")
+    generation_ttl_s: Annotated[float, Field(ge=0, le=3600)] = Field(
+        default=DEFAULT_GENERATION_TTL_S, description="How long an index generation is trusted (0: every call)."
+    )
+
+
+@model
+class LogConfig:
+    path: ConfigPath
+    max_bytes: Annotated[int, _count(1024, 1 << 40)] = DEFAULT_MAX_BYTES
+    backups: Annotated[int, _count(0, 1000)] = DEFAULT_BACKUPS
+
+
+@model
+class GuardsConfig:
+    enabled: Flag = True
+    cap: CapConfig = Field(default_factory=CapConfig)
+    rate_limit: RateLimitConfig | None = None
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    log: LogConfig | None = None
+    metrics: Flag = True
+    call_timeout_s: Annotated[float, _seconds(3600)] = DEFAULT_CALL_TIMEOUT_S
+
+
+# -- the file -----------------------------------------------------------------------------------
+BackendName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+@model
 class AppConfig:
-    """Everything one config file describes."""
+    """Backends, search tools, OpenAPI toolsets, scope mapping, auth and guards of one scopegate app."""
 
-    name: str = "scopegate"
-    instructions: str | None = None
-    source: Path | None = None
-    http: HttpConfig = field(default_factory=HttpConfig)
-    backends: Mapping[str, BackendConfig] = field(default_factory=dict)
+    version: Literal[1]
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    backends: Mapping[BackendName, BackendConfig] = Field(default_factory=dict)
     search_tools: tuple[SearchToolConfig, ...] = ()
     openapi: tuple[OpenAPIConfig, ...] = ()
-    scope_keys: ScopeKeys = field(default_factory=ScopeKeys)
-    auth: AuthConfig = field(default_factory=AuthConfig)
-    stdio: StdioScope = field(default_factory=StdioScope)
-    guards: GuardConfig = field(default_factory=GuardConfig)
+    app_tools: tuple[AppToolConfig, ...] = ()
+    scope: ScopeConfig = Field(default_factory=ScopeConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    stdio: StdioScope = Field(default_factory=StdioScope)
+    guards: GuardsConfig = Field(default_factory=GuardsConfig)
+    # The file this came from (set by the loader; not a key of the file).
+    source: SkipJsonSchema[Path | None] = Field(default=None, init=False)
 
+    @property
+    def scope_keys(self) -> ScopeKeys:
+        keys = self.scope.state_keys
+        return ScopeKeys(tenant=keys.tenant, groups=keys.groups, user=keys.user)
 
-# -- parsing ------------------------------------------------------------------------------
-def _path(base: Path, value: str) -> Path:
-    p = Path(os.path.expanduser(value))
-    return p if p.is_absolute() else (base / p)
+    @model_validator(mode="after")
+    def _cross_keys(self, info: ValidationInfo) -> AppConfig:
+        problems = self._problems()
+        if problems:
+            raise ProblemsFound(problems)
+        keys = self.scope_keys
+        tools = tuple(dataclasses.replace(t, scope_keys=keys) for t in self.search_tools)
+        object.__setattr__(self, "search_tools", tools)
+        source = (info.context or {}).get("source")
+        object.__setattr__(self, "source", Path(source) if source is not None else None)
+        return self
 
-
-def _opt_path(base: Path, value: Any) -> Path | None:
-    return _path(base, value) if isinstance(value, str) else None
-
-
-def _backend(name: str, raw: Mapping[str, Any], base: Path) -> BackendConfig:
-    if raw["type"] == "embedded":
-        return EmbeddedBackendConfig(name=name, path=_path(base, raw["path"]), threads=int(raw.get("threads", 2)))
-    urls = raw["url"]
-    return RemoteBackendConfig(
-        name=name,
-        kind=raw["type"],
-        urls=(urls,) if isinstance(urls, str) else tuple(urls),
-        username=raw.get("username"),
-        password=raw.get("password"),
-        api_key=raw.get("api_key"),
-        verify_certs=bool(raw.get("verify_certs", True)),
-        ca_certs=_opt_path(base, raw.get("ca_certs")),
-        server_major=raw.get("server_major"),
-        shards=raw.get("shards"),
-        replicas=raw.get("replicas"),
-    )
-
-
-def _search_tool(
-    raw: Mapping[str, Any], scope_keys: ScopeKeys, where: str, problems: list[Problem]
-) -> SearchToolConfig | None:
-    spec_data = {k: v for k, v in raw.items() if k not in ("backend", "fetch")}
-    spec_data["scope_keys"] = {"tenant": scope_keys.tenant, "groups": scope_keys.groups, "user": scope_keys.user}
-    try:
-        spec = spec_from_dict(spec_data)
-    except ConfigError as exc:
-        problems.append(Problem(where, str(exc)))
-        return None
-    if spec.group_field and scope_keys.groups is None:
-        problems.append(
-            Problem(
-                f"{where}.group_field",
-                f"group field {spec.group_field!r} needs scope.state_keys.groups (the session key holding group ids)",
-            )
-        )
-    return SearchToolConfig(backend=str(raw["backend"]), spec=spec, fetch=bool(raw.get("fetch", True)))
-
-
-def _jwt(raw: Mapping[str, Any], base: Path, problems: list[Problem]) -> JwtConfig:
-    where = "auth.jwt"
-    sources = [k for k in ("public_key_file", "jwks_file", "secret_env") if k in raw]
-    if len(sources) != 1:
-        problems.append(
-            Problem(
-                where,
-                "set exactly one of public_key_file, jwks_file, secret_env"
-                + (f" (got {', '.join(sources)})" if sources else ""),
-            )
-        )
-    symmetric = "secret_env" in raw
-    default_algs = ("HS256",) if symmetric else ("RS256",)
-    algorithms = tuple(raw.get("algorithms", default_algs))
-    wrong = [a for a in algorithms if (a in SYMMETRIC_ALGORITHMS) != symmetric]
-    if wrong:
-        problems.append(
-            Problem(
-                f"{where}.algorithms",
-                f"{', '.join(wrong)} cannot be used with {'a shared secret' if symmetric else 'a public key or JWKS'}",
-            )
-        )
-    audience = raw["audience"]
-    claims = raw["claims"]
-    return JwtConfig(
-        issuer=str(raw["issuer"]),
-        audience=(audience,) if isinstance(audience, str) else tuple(audience),
-        claims=ClaimMap(tenant=claims["tenant"], user=claims.get("user", "sub"), groups=claims.get("groups")),
-        public_key_file=_opt_path(base, raw.get("public_key_file")),
-        jwks_file=_opt_path(base, raw.get("jwks_file")),
-        secret_env=raw.get("secret_env"),
-        algorithms=algorithms,
-        leeway_s=float(raw.get("leeway_s", 30.0)),
-        max_age_s=raw.get("max_age_s"),
-    )
-
-
-def _guards(raw: Mapping[str, Any], base: Path) -> GuardConfig:
-    cap = raw.get("cap", {})
-    rate = raw.get("rate_limit")
-    cache = raw.get("cache", {})
-    log = raw.get("log")
-    defaults = GuardConfig()
-    return GuardConfig(
-        enabled=bool(raw.get("enabled", True)),
-        family_limits=dict(cap.get("families", DEFAULT_FAMILY_LIMITS)),
-        tool_limits=dict(cap.get("tools", {})),
-        default_limit=cap.get("default"),
-        window_s=float(cap.get("window_s", DEFAULT_WINDOW_S)),
-        rate=float(rate["rate"]) if rate else None,
-        burst=int(rate["burst"]) if rate else None,
-        cache_enabled=bool(cache.get("enabled", True)),
-        cache_ttl_s=float(cache.get("ttl_s", defaults.cache_ttl_s)),
-        cache_max_entries=int(cache.get("max_entries", defaults.cache_max_entries)),
-        cache_generation_ttl_s=float(cache.get("generation_ttl_s", defaults.cache_generation_ttl_s)),
-        cache_families=tuple(cache.get("families", defaults.cache_families)),
-        redis_url=cache.get("redis_url"),
-        log_path=_path(base, log["path"]) if log else None,
-        log_max_bytes=log.get("max_bytes") if log else None,
-        log_backups=log.get("backups") if log else None,
-        metrics=bool(raw.get("metrics", True)),
-        call_timeout_s=float(raw.get("call_timeout_s", defaults.call_timeout_s)),
-    )
-
-
-def _http(raw: Mapping[str, Any]) -> HttpConfig:
-    d = HttpConfig()
-    return HttpConfig(
-        host=str(raw.get("host", d.host)),
-        port=int(raw.get("port", d.port)),
-        path=str(raw.get("path", d.path)),
-        metrics_path=raw.get("metrics_path", d.metrics_path),
-        allowed_hosts=tuple(raw.get("allowed_hosts", ())),
-        allowed_origins=tuple(raw.get("allowed_origins", ())),
-        stateless=bool(raw.get("stateless", d.stateless)),
-        json_response=bool(raw.get("json_response", d.json_response)),
-        max_sessions=int(raw.get("max_sessions", d.max_sessions)),
-        session_idle_timeout_s=float(raw.get("session_idle_timeout_s", d.session_idle_timeout_s)),
-        max_request_bytes=int(raw.get("max_request_bytes", d.max_request_bytes)),
-    )
-
-
-def parse_config(
-    data: Mapping[str, Any], *, base_dir: str | os.PathLike[str] = ".", source: str = "<config>"
-) -> AppConfig:
-    """Schema-valid dict -> :class:`AppConfig`; raises :class:`ConfigValidationError` listing every problem."""
-    base = Path(base_dir)
-    problems: list[Problem] = []
-    keys_raw = data.get("scope", {}).get("state_keys", {})
-    scope_keys = ScopeKeys(
-        tenant=keys_raw.get("tenant", "tenant_id"), groups=keys_raw.get("groups"), user=keys_raw.get("user")
-    )
-
-    backends = {name: _backend(name, raw, base) for name, raw in data.get("backends", {}).items()}
-    for name, backend in backends.items():
-        if isinstance(backend, RemoteBackendConfig):
-            where = format_path(["backends", name])
-            if (backend.username is None) != (backend.password is None):
-                problems.append(Problem(where, "username and password go together"))
-            if backend.api_key and backend.username:
-                problems.append(Problem(where, "use either api_key or username/password"))
-            if backend.api_key and backend.kind == "opensearch":
-                problems.append(Problem(f"{where}.api_key", "OpenSearch takes username/password, not api_key"))
-            if backend.server_major is not None and backend.kind != "elasticsearch":
-                problems.append(Problem(f"{where}.server_major", "only for elasticsearch"))
-
-    search_tools: list[SearchToolConfig] = []
-    owners: dict[str, str] = {}
-    embedded_indexes: dict[tuple[str, str], str] = {}
-    for i, raw in enumerate(data.get("search_tools", [])):
-        where = format_path(["search_tools", i])
-        tool = _search_tool(raw, scope_keys, where, problems)
-        if raw["backend"] not in backends:
-            known = ", ".join(sorted(backends)) or "none"
-            problems.append(Problem(f"{where}.backend", f"unknown backend {raw['backend']!r}; defined: {known}"))
-        if tool is None:
-            continue
-        used = backends.get(tool.backend)
-        if isinstance(used, EmbeddedBackendConfig):
-            key = (tool.backend, tool.spec.index)
-            if key in embedded_indexes:
+    def _problems(self) -> list[Problem]:
+        problems: list[Problem] = []
+        for name, backend in self.backends.items():
+            if isinstance(backend, RemoteBackendConfig):
+                at = ("backends", name)
+                if (backend.username is None) != (backend.password is None):
+                    problems.append(Problem.at(at, "username and password go together"))
+                if backend.api_key and backend.username:
+                    problems.append(Problem.at(at, "use either api_key or username/password"))
+                if backend.api_key and backend.type == "opensearch":
+                    problems.append(Problem.at((*at, "api_key"), "OpenSearch takes username/password, not api_key"))
+                if backend.server_major is not None and backend.type != "elasticsearch":
+                    problems.append(Problem.at((*at, "server_major"), "only for elasticsearch"))
+        owners: dict[str, str] = {}
+        embedded_indexes: dict[tuple[str, str], str] = {}
+        for i, tool in enumerate(self.search_tools):
+            where = ("search_tools", i)
+            label = f"search_tools[{i}]"
+            if tool.scope_keys is not None:
+                problems.append(Problem.at((*where, "scope_keys"), "set scope.state_keys at the top level instead"))
+            if tool.group_field and self.scope.state_keys.groups is None:
                 problems.append(
-                    Problem(
-                        f"{where}.index",
-                        f"index {tool.spec.index!r} of embedded backend {tool.backend!r} is already used by "
-                        f"{embedded_indexes[key]}; give each search tool its own index",
+                    Problem.at(
+                        (*where, "group_field"),
+                        f"group field {tool.group_field!r} needs scope.state_keys.groups "
+                        "(the session key holding group ids)",
                     )
                 )
-            embedded_indexes.setdefault(key, where)
-        for name in tool.tool_names():
-            if name in owners:
-                problems.append(Problem(where, f"tool name {name!r} is already used by {owners[name]}"))
-            owners.setdefault(name, where)
-        search_tools.append(tool)
-
-    openapi: list[OpenAPIConfig] = []
-    toolset_names: dict[str, str] = {}
-    for i, raw in enumerate(data.get("openapi", [])):
-        where = format_path(["openapi", i])
-        if raw["name"] in toolset_names:
-            problems.append(
-                Problem(
-                    f"{where}.name", f"toolset name {raw['name']!r} is already used by {toolset_names[raw['name']]}"
-                )
-            )
-        toolset_names.setdefault(raw["name"], where)
-        for scheme, cred in raw.get("credentials", {}).items():
-            sources = [k for k in ("env", "state_key", "username_env") if k in cred]
-            if len(sources) != 1 or (("username_env" in cred) != ("password_env" in cred)):
+            used = self.backends.get(tool.backend)
+            if used is None:
+                known = ", ".join(sorted(self.backends)) or "none"
+                problems.append(Problem.at((*where, "backend"), f"unknown backend {tool.backend!r}; defined: {known}"))
+            elif isinstance(used, EmbeddedBackendConfig):
+                key = (tool.backend, tool.index)
+                if key in embedded_indexes:
+                    problems.append(
+                        Problem.at(
+                            (*where, "index"),
+                            f"index {tool.index!r} of embedded backend {tool.backend!r} is already used by "
+                            f"{embedded_indexes[key]}; give each search tool its own index",
+                        )
+                    )
+                embedded_indexes.setdefault(key, label)
+            for name in tool.tool_names():
+                if name in owners:
+                    problems.append(Problem.at(where, f"tool name {name!r} is already used by {owners[name]}"))
+                owners.setdefault(name, label)
+        problems += self.auth.problems()
+        toolsets: dict[str, str] = {}
+        for i, api in enumerate(self.openapi):
+            for scheme, cred in api.credentials.items():
+                client = self.auth.provider.client_id if self.auth.provider is not None else None
+                if cred.exchange is not None and client is None:
+                    problems.append(
+                        Problem.at(
+                            ("openapi", i, "credentials", scheme, "exchange"),
+                            "token exchange needs auth.provider with client_id and client_secret_env",
+                        )
+                    )
+            if api.name in toolsets:
                 problems.append(
-                    Problem(
-                        f"{where}.credentials.{scheme}",
-                        "give one source: env, state_key, or username_env + password_env (HTTP basic)",
+                    Problem.at(
+                        ("openapi", i, "name"), f"toolset name {api.name!r} is already used by {toolsets[api.name]}"
                     )
                 )
-        openapi.append(
-            OpenAPIConfig(
-                name=raw["name"],
-                spec=_path(base, raw["spec"]),
-                allow=tuple(raw["allow"]),
-                base_url=raw.get("base_url"),
-                policies=dict(raw.get("policies", {})),
-                credentials=dict(raw.get("credentials", {})),
-                confirm=raw.get("confirm", "state_changing"),
-                timeout_s=raw.get("timeout_s"),
-                connect_timeout_s=raw.get("connect_timeout_s"),
-                max_response_bytes=raw.get("max_response_bytes"),
-                redirects=raw.get("redirects"),
-                retry=raw.get("retry"),
-                max_result_chars=raw.get("max_result_chars"),
-            )
-        )
-
-    if not search_tools and not openapi and not problems:
-        problems.append(Problem("(top level)", "no tools: add search_tools or openapi"))
-
-    auth_raw = data.get("auth", {})
-    auth = AuthConfig(
-        jwt=_jwt(auth_raw["jwt"], base, problems) if "jwt" in auth_raw else None,
-        token_table=_opt_path(base, auth_raw.get("token_table")),
-    )
-    stdio_raw = data.get("stdio", {})
-    stdio = StdioScope(
-        tenant=stdio_raw.get("tenant"),
-        user=stdio_raw.get("user"),
-        groups=tuple(stdio_raw["groups"]) if "groups" in stdio_raw else None,
-    )
-    server = data.get("server", {})
-    if problems:
-        raise ConfigValidationError(source, problems)
-    return AppConfig(
-        name=str(server.get("name", "scopegate")),
-        instructions=server.get("instructions"),
-        source=Path(source) if source != "<config>" else None,
-        http=_http(server.get("http", {})),
-        backends=backends,
-        search_tools=tuple(search_tools),
-        openapi=tuple(openapi),
-        scope_keys=scope_keys,
-        auth=auth,
-        stdio=stdio,
-        guards=_guards(data.get("guards", {}), base),
-    )
+            toolsets.setdefault(api.name, f"openapi[{i}]")
+        for i, app_tool in enumerate(self.app_tools):
+            extra = sorted(set(app_tool.hide) - set(app_tool.uses))
+            if extra:
+                problems.append(Problem.at(("app_tools", i, "hide"), f"{extra} must also be listed under uses"))
+        if not self.search_tools and not self.openapi and not self.app_tools and not problems:
+            problems.append(Problem.at((), "no tools: add search_tools, openapi or app_tools"))
+        return problems
 
 
-def load_config(path: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> AppConfig:
-    """Read, expand ``${ENV}``, validate and parse a config file (YAML, TOML or JSON)."""
-    raw = load_raw(path, environ)
-    p = Path(path)
-    return parse_config(raw, base_dir=p.resolve().parent, source=str(p))
+def config_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a config file, generated from :class:`AppConfig`."""
+    schema = json_schema(AppConfig)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "scopegate config",
+        **{k: v for k, v in schema.items() if k != "title"},
+    }

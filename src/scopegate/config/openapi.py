@@ -1,63 +1,89 @@
 """OpenAPI toolsets from the config: ``openapi:`` entries -> :class:`OperationToolset`.
 
-The config is translated into the runtime's own :class:`ToolsetSettings`
-(the object a Python user passes), so both build the same tools. Service
-credentials come from the environment, read once at start-up; the MCP
-client's own ``Authorization`` header is never a credential source.
+The config is translated into the runtime's own :class:`ToolsetSettings` (the object a Python
+user passes), so both build the same tools. Service credentials come from the environment, read
+once at start-up; per-user credentials from session state or from token exchange at the identity
+provider (``exchange``); the MCP client's own ``Authorization`` header is never sent downstream.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 
-from scopegate.config.builder import optional_module
-from scopegate.config.model import AppConfig, OpenAPIConfig
+from scopegate.config.model import CredentialConfig, OpenAPIConfig, PolicyConfig
 from scopegate.errors import ConfigError
+from scopegate.openapi.runtime import (
+    FromProvider,
+    FromState,
+    FromSubject,
+    OperationPolicy,
+    OperationToolset,
+    ToolsetSettings,
+)
+from scopegate.openapi.runtime.credentials import CredentialSource
+from scopegate.scope import ScopeKeys
 from scopegate.tools import ScopedTool
 
+if TYPE_CHECKING:
+    from scopegate.config.identity import IdentityServices
 
-def _env(name: str, where: str, environ: Mapping[str, str]) -> str:
+Closer = Callable[[], Awaitable[None]]
+
+
+def required_env(name: str, where: str, environ: Mapping[str, str]) -> str:
     value = environ.get(name)
     if not value:
         raise ConfigError(f"{where}: environment variable {name} is not set")
     return value
 
 
-def credential_sources(cfg: OpenAPIConfig, environ: Mapping[str, str]) -> dict[str, Any]:
-    """Security scheme key -> FromProvider (environment) or FromState (session state)."""
-    rt = optional_module("scopegate.openapi.runtime", "OpenAPI toolsets")
-    sources: dict[str, Any] = {}
-    for scheme, raw in cfg.credentials.items():
-        where = f"openapi[{cfg.name}].credentials.{scheme}"
-        if "state_key" in raw:
-            sources[scheme] = rt.FromState(raw["state_key"], raw.get("username_state_key"))
-        elif "env" in raw:
-            secret = _env(raw["env"], where, environ)
-            sources[scheme] = rt.FromProvider(lambda _ctx, _scheme, value=secret: value)
-        else:
-            pair = (_env(raw["username_env"], where, environ), _env(raw["password_env"], where, environ))
-            sources[scheme] = rt.FromProvider(lambda _ctx, _scheme, value=pair: value)
-    return sources
+def credential_source(
+    cfg: CredentialConfig,
+    where: str,
+    environ: Mapping[str, str],
+    *,
+    scope_keys: ScopeKeys | None = None,
+    identity: IdentityServices | None = None,
+) -> CredentialSource:
+    """FromState (the user's token in session state), FromSubject (token exchange) or FromProvider (a secret)."""
+    if cfg.state_key is not None:
+        return FromState(cfg.state_key, cfg.username_state_key)
+    if cfg.exchange is not None:
+        if identity is None:
+            raise ConfigError(f"{where}.exchange: token exchange needs auth.provider")
+        return FromSubject(identity.exchanger(cfg.exchange, scope_keys or ScopeKeys(), f"{where}.exchange"))
+    if cfg.env is not None:
+        secret = required_env(cfg.env, where, environ)
+        return FromProvider(lambda _ctx, _scheme: secret)
+    assert cfg.username_env is not None and cfg.password_env is not None  # CredentialConfig checked it
+    pair = (required_env(cfg.username_env, where, environ), required_env(cfg.password_env, where, environ))
+    return FromProvider(lambda _ctx, _scheme: pair)
 
 
-def toolset_settings(cfg: OpenAPIConfig, config: AppConfig, environ: Mapping[str, str] | None = None) -> Any:
+def operation_policy(cfg: PolicyConfig) -> OperationPolicy:
+    return OperationPolicy(
+        projection=cfg.projection,
+        ownership=cfg.ownership,
+        bind=dict(cfg.bind),
+        confirm=cfg.confirm,
+        retry=cfg.retry,
+        description=cfg.description,
+        sensitive=cfg.sensitive,
+    )
+
+
+def toolset_settings(
+    cfg: OpenAPIConfig,
+    scope_keys: ScopeKeys,
+    environ: Mapping[str, str] | None = None,
+    identity: IdentityServices | None = None,
+) -> ToolsetSettings:
     """The :class:`ToolsetSettings` this config entry describes."""
-    rt = optional_module("scopegate.openapi.runtime", "OpenAPI toolsets")
     env = os.environ if environ is None else environ
-    policies = {}
-    for key, raw in cfg.policies.items():
-        policies[key] = rt.OperationPolicy(
-            projection=tuple(raw["projection"]) if "projection" in raw else None,
-            ownership=raw.get("ownership"),
-            bind=dict(raw.get("bind", {})),
-            confirm=raw.get("confirm"),
-            retry=bool(raw.get("retry", True)),
-            description=raw.get("description"),
-        )
-    defaults = rt.ToolsetSettings(spec=cfg.spec, allow=cfg.allow)
+    defaults = ToolsetSettings(spec=cfg.spec, allow=cfg.allow)
     timeouts = defaults.timeouts
     if cfg.timeout_s is not None:
         timeouts = dataclasses.replace(timeouts, total=cfg.timeout_s, read=min(timeouts.read, cfg.timeout_s))
@@ -67,21 +93,30 @@ def toolset_settings(cfg: OpenAPIConfig, config: AppConfig, environ: Mapping[str
     shape = defaults.shape
     if cfg.max_result_chars is not None:
         shape = dataclasses.replace(shape, max_result_chars=cfg.max_result_chars)
+    credentials = {
+        scheme: credential_source(
+            raw, f"openapi[{cfg.name}].credentials.{scheme}", env, scope_keys=scope_keys, identity=identity
+        )
+        for scheme, raw in cfg.credentials.items()
+    }
     return dataclasses.replace(
         defaults,
         base_url=cfg.base_url,
-        credentials=credential_sources(cfg, env),
-        policies=policies,
+        credentials=credentials,
+        policies={key: operation_policy(raw) for key, raw in cfg.policies.items()},
         timeouts=timeouts,
         retry=retry,
         shape=shape,
         max_response_bytes=cfg.max_response_bytes or defaults.max_response_bytes,
         redirects=cfg.redirects or defaults.redirects,
-        scope_keys=config.scope_keys,
+        scope_keys=scope_keys,
+        sensitive_fields=defaults.sensitive_fields if cfg.sensitive_fields is None else cfg.sensitive_fields,
+        allow_external_refs=cfg.allow_external_refs,
+        strict=cfg.strict,
     )
 
 
-def _confirm_everything(settings: Any, toolset: Any) -> Any:
+def _confirm_everything(settings: ToolsetSettings, toolset: OperationToolset) -> ToolsetSettings:
     """Settings where every operation without an explicit ``confirm`` asks the user."""
     policies = dict(settings.policies)
     for tool in toolset.tools:
@@ -94,21 +129,22 @@ def _confirm_everything(settings: Any, toolset: Any) -> Any:
 
 
 def build_openapi_toolset(
-    cfg: OpenAPIConfig, config: AppConfig, environ: Mapping[str, str] | None = None
-) -> tuple[list[ScopedTool], list[Any]]:
+    cfg: OpenAPIConfig,
+    scope_keys: ScopeKeys,
+    environ: Mapping[str, str] | None = None,
+    identity: IdentityServices | None = None,
+) -> tuple[list[ScopedTool], list[Closer]]:
     """The toolset's tools and the closer of its HTTP client."""
-    rt = optional_module("scopegate.openapi.runtime", "OpenAPI toolsets")
     if not cfg.spec.is_file():
         raise ConfigError(f"openapi[{cfg.name}].spec: no such file {cfg.spec}")
-    settings = toolset_settings(cfg, config, environ)
+    settings = toolset_settings(cfg, scope_keys, environ, identity)
+    closers: list[Closer] = []
     try:
-        toolset = rt.OperationToolset(settings)
+        toolset = OperationToolset(settings)
         if cfg.confirm == "always":
             first = toolset
-            toolset = rt.OperationToolset(_confirm_everything(settings, first))
-            closers = [first.aclose]
-        else:
-            closers = []
+            toolset = OperationToolset(_confirm_everything(settings, first))
+            closers.append(first.aclose)
     except ConfigError as exc:
         raise ConfigError(f"openapi[{cfg.name}]: {exc}") from exc
     return list(toolset.tools), [*closers, toolset.aclose]

@@ -21,10 +21,18 @@ async def _main(workdir: str) -> int:
     return 0 if ok and orders_ok is not False else 1
 
 
+def run_demo(workdir: str | None = None) -> int:
+    """Run the worked example in ``workdir`` (kept), or in a temporary folder removed at the end (also on
+    failure or Ctrl-C); 0 when every check passed."""
+    if workdir:
+        return asyncio.run(_main(workdir))
+    with tempfile.TemporaryDirectory(prefix="scopegate-demo-", ignore_cleanup_errors=True) as scratch:
+        return asyncio.run(_main(scratch))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    workdir = args[0] if args else tempfile.mkdtemp(prefix="scopegate-demo-")
-    return asyncio.run(_main(workdir))
+    return run_demo(args[0] if args else None)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,12 @@
 The model is scripted (no model API is reachable here) but it acts on what the
 tools really return: the second search uses the error code it finds in the
 first search's snippets, and the answer cites the ticket ids it was given.
+
+Scope is bound the way a deployment should bind it: a
+:class:`~scopegate.adapters.adk_scope.ScopeBindingPlugin` looks the signed-in
+user up in a server-side directory at the start of every invocation, and the
+tools read scope only from that binding. Sessions carry no tenant in their
+state at all, and the last section shows a client forging one.
 """
 
 from __future__ import annotations
@@ -16,16 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from google.adk.agents import LlmAgent
+from google.adk.apps import App
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
 from scopegate.adapters.adk import adk_search_tools
+from scopegate.adapters.adk_scope import ScopeBindingPlugin, ScopePolicy
 from scopegate.backends.embedded import EmbeddedBackend
-from scopegate.demo.corpus import INJECTION_ID, INJECTION_TENANT, generate_tickets, ticket_spec, write_jsonl
+from scopegate.demo.corpus import INJECTION_ID, INJECTION_TENANT, TENANTS, generate_tickets, ticket_spec, write_jsonl
+from scopegate.identity import Identity
 from scopegate.ingest.run import ingest_path
 from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, final_text
 
 PrintFn = Callable[[str], None]
+APP = "scopegate_demo"
+# The server-side directory the binding consults: signed-in user -> verified identity.
+DIRECTORY = {f"user-{tenant}": Identity(tenant, f"user-{tenant}") for tenant in TENANTS}
 CODE_RE = re.compile(r"\b(?:[A-Z]{1,3}-?\d{3,4}|[a-z]+(?:_[a-z]+)+)\b")
 
 
@@ -70,6 +82,29 @@ def support_script() -> list[Any]:
     return [call("search_tickets", query="apple pay refund failed", product="payments"), second, answer]
 
 
+def count_script() -> list[Any]:
+    """The question "how many payments tickets do we have, by status?": one count, an answer from its table."""
+
+    def answer(responses: list[tuple[str, dict[str, Any]]]) -> Turn:
+        result = responses[0][1] if responses else {}
+        if result.get("status") != "ok":
+            return final_text(f"I could not count the tickets ({result.get('error_code')}).")
+        rows = ", ".join(f"{row['status']} {row['count']}" for row in result.get("buckets", []))
+        return final_text(f"{result.get('total_text')} payments tickets: {rows}.")
+
+    return [call("count_tickets", group_by="status", product="payments"), answer]
+
+
+def brute_force_counts(corpus: Path, tenant: str, product: str) -> dict[str, int]:
+    """What the counting tool must answer, counted from the corpus file itself."""
+    counts: Counter[str] = Counter()
+    for line in corpus.open(encoding="utf-8"):
+        ticket = json.loads(line)
+        if ticket["tenant_id"] == tenant and ticket["product"] == product:
+            counts[ticket["status"]] += 1
+    return dict(counts)
+
+
 def injection_script() -> list[Any]:
     """A model that obeys the planted ticket: it tries to widen scope every way it can."""
     return [
@@ -82,27 +117,41 @@ def injection_script() -> list[Any]:
 
 
 async def run_agent(
-    backend: EmbeddedBackend, tenant: str, steps: list[Any], question: str, print_fn: PrintFn
+    backend: EmbeddedBackend,
+    tenant: str,
+    steps: list[Any],
+    question: str,
+    print_fn: PrintFn,
+    *,
+    state_delta: dict[str, Any] | None = None,
+    seen: list[tuple[str, dict[str, Any]]] | None = None,
 ) -> tuple[list[str], str | None]:
-    """Run one ADK session for ``tenant``; print calls and shaped responses; return returned ids and answer."""
+    """Run one ADK session of ``tenant``'s user; print calls and shaped responses; return returned ids and answer.
+
+    ``state_delta`` is what a client sends with its message (under ``adk api_server``,
+    anything it likes); the binding decides the scope regardless. ``seen`` collects every
+    (tool, response) pair.
+    """
     model = ScriptedLlm(steps)
     agent = LlmAgent(
         name="support_agent",
         model=model,
         instruction="Answer support questions using the ticket tools. Cite ticket ids.",
-        tools=[*adk_search_tools(backend.spec, backend)],
+        tools=[*adk_search_tools(backend.spec, backend, scope_policy=ScopePolicy.binding(), aggregate=True)],
     )
-    runner = InMemoryRunner(agent=agent, app_name="scopegate_demo")
-    session = await runner.session_service.create_session(
-        app_name="scopegate_demo", user_id=f"user-{tenant}", state={"tenant_id": tenant}
-    )
+    runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[ScopeBindingPlugin(DIRECTORY)]))
+    user = f"user-{tenant}"
+    session = await runner.session_service.create_session(app_name=APP, user_id=user)
     returned: list[str] = []
     answer = None
-    print_fn(f"\n=== session of tenant {tenant!r}: {question}")
+    print_fn(f"\n=== session of {user!r} (scope bound by the server: tenant {tenant!r}): {question}")
+    if state_delta:
+        print_fn(f"   the client sends state_delta={json.dumps(state_delta)}")
     async for event in runner.run_async(
-        user_id=f"user-{tenant}",
+        user_id=user,
         session_id=session.id,
         new_message=types.Content(role="user", parts=[types.Part(text=question)]),
+        state_delta=state_delta,
     ):
         for part in event.content.parts if event.content and event.content.parts else []:
             if part.function_call:
@@ -112,6 +161,8 @@ async def run_agent(
                 text = json.dumps(response, ensure_ascii=False)
                 print_fn(f"<- {len(text)} chars: {text}")
                 returned += [str(r.get("ticket_id")) for r in response.get("results", []) or []]
+                if seen is not None:
+                    seen.append((str(part.function_response.name), response))
                 if response.get("status") == "ok" and "document" in response:
                     returned.append(str(response["document"].get("ticket_id")))
             elif part.text and event.is_final_response():
@@ -146,6 +197,15 @@ async def run_search_demo(workdir: str | Path, print_fn: PrintFn = print) -> dic
     foreign = [i for i in ids if owner.get(i) != "acme"]
     print_fn(f"check: {len(ids)} ticket ids returned to acme, {len(foreign)} from another tenant")
 
+    seen: list[tuple[str, dict[str, Any]]] = []
+    question = "How many payments tickets do we have, by status?"
+    await run_agent(backend, "acme", count_script(), question, print_fn, seen=seen)
+    table = next((r for name, r in seen if name == "count_tickets" and r.get("status") == "ok"), {})
+    counts = {row["status"]: row["count"] for row in table.get("buckets", [])}
+    expected = brute_force_counts(corpus, "acme", "payments")
+    counts_ok = bool(counts) and counts == expected
+    print_fn(f"check: the counts {counts} {'equal' if counts_ok else 'DIFFER FROM'} a count of acme's own tickets")
+
     other_ids, _ = await run_agent(backend, "globex", support_script(), "Why do Apple Pay refunds fail?", print_fn)
     other_foreign = [i for i in other_ids if owner.get(i) != "globex"]
     print_fn(f"check: {len(other_ids)} ticket ids returned to globex, {len(other_foreign)} from another tenant")
@@ -158,7 +218,29 @@ async def run_search_demo(workdir: str | Path, print_fn: PrintFn = print) -> dic
         f"check: the planted ticket {INJECTION_ID} was {'seen' if INJECTION_ID in inj_ids else 'not seen'}; "
         f"after obeying it the model got {len(inj_ids)} ids, {len(inj_foreign)} from another tenant"
     )
+
+    print_fn("\n##### A client forges its scope (what adk api_server lets any client send)")
+    forged = {"tenant_id": "acme", "temp:tenant_id": "acme", "user_id": "user-acme"}
+    forged_ids, _ = await run_agent(
+        backend, "globex", support_script(), "Why do Apple Pay refunds fail?", print_fn, state_delta=forged
+    )
+    forged_foreign = [i for i in forged_ids if owner.get(i) != "globex"]
+    print_fn(
+        f"check: the forged state_delta got {len(forged_ids)} ids, {len(forged_foreign)} of acme or any other "
+        "tenant: the binding, not the client's state, decides the scope"
+    )
     await backend.close()
-    ok = not foreign and not other_foreign and not inj_foreign and bool(ids) and bool(other_ids)
+    ok = not (foreign or other_foreign or inj_foreign or forged_foreign) and bool(ids and other_ids and forged_ids)
+    ok = ok and counts_ok
     print_fn("\nRESULT: " + ("no session reached another tenant's data" if ok else "ISOLATION FAILURE"))
-    return {"ok": ok, "answer": answer, "ids": ids, "other_ids": other_ids, "injection_ids": inj_ids}
+    return {
+        "ok": ok,
+        "answer": answer,
+        "ids": ids,
+        "other_ids": other_ids,
+        "injection_ids": inj_ids,
+        "forged_ids": forged_ids,
+        "forged_foreign": forged_foreign,
+        "counts": counts,
+        "expected_counts": expected,
+    }

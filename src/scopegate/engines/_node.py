@@ -4,25 +4,21 @@ A node runs in the background, in a session of its own, and records itself
 in plain files under its state folder: ``node.pid``, ``http.port``, ``url``
 (and ``node.log`` for the JVM's output). :class:`LocalNode` starts, finds,
 waits for and stops such a node; a subclass says how to build it, how to
-prepare its folders and which command starts it. :func:`add_node_commands`
-and :func:`run_cli` give every engine the same ``start|stop|status|url|build``
-command line.
+prepare its folders and which command starts it. ``scopegate.cli.engines``
+gives every engine the same ``start|stop|status|url|build`` command line.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
+import zipfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -34,9 +30,33 @@ from scopegate.errors import EngineNodeError
 STATE_FILES = ("node.pid", "http.port", "url")
 
 
+# The Maven launchers' sources ship inside the package (wheel and sdist): pom.xml + Java source.
+LAUNCHERS = Path(__file__).resolve().parent / "launchers"
+
+
 def repo_root() -> Path:
-    """The checkout this module runs from (``src/scopegate/engines`` -> repo)."""
+    """The checkout this module runs from (``src/scopegate/engines`` -> repo); meaningless when installed."""
     return Path(__file__).resolve().parents[3]
+
+
+def checkout_root() -> Path | None:
+    """The source checkout this module runs from, or None when scopegate is installed (a wheel)."""
+    root = repo_root()
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "scopegate").is_dir() else None
+
+
+def cache_root() -> Path:
+    """Where builds, node state and the Maven repository live by default: ``SCOPEGATE_CACHE_DIR``; else a
+    checkout's ``.cache``; else (installed) ``$XDG_CACHE_HOME/scopegate`` (``~/.cache/scopegate``). Never the
+    installed package itself, which may be read-only."""
+    explicit = os.environ.get("SCOPEGATE_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    root = checkout_root()
+    if root is not None:
+        return root / ".cache"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser().resolve() / "scopegate"
 
 
 def _env_path(name: str, default: Path) -> Path:
@@ -89,6 +109,39 @@ def _cmdline(pid: int) -> list[str] | None:
     return [part.decode(errors="replace") for part in raw.split(b"\0")]
 
 
+def maven_fetch(artifact: str, target: Path, maven_repo: Path, *, label: str, timeout_s: float) -> None:
+    """Download ``artifact`` (``group:name:version:zip``) into ``maven_repo`` unless ``target`` is there already."""
+    if target.is_file():
+        return
+    mvn = shutil.which("mvn")
+    if not mvn:
+        raise EngineNodeError(f"Maven (mvn) is needed to fetch the {label} distribution")
+    maven_repo.mkdir(parents=True, exist_ok=True)
+    cmd = [mvn, "-q", "-B", f"-Dmaven.repo.local={maven_repo}", "dependency:get", f"-Dartifact={artifact}"]
+    try:
+        done = subprocess.run(
+            [*cmd, "-Dtransitive=false"], capture_output=True, text=True, timeout=timeout_s, cwd=maven_repo.parent
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise EngineNodeError(f"downloading {label} did not finish within {timeout_s:.0f}s") from exc
+    if done.returncode != 0 or not target.is_file():
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-20:])
+        raise EngineNodeError(f"could not fetch {artifact}:\n{tail}")
+
+
+def unpack_zip(archive_path: Path, target: Path) -> None:
+    """Unpack a distribution zip into ``target`` (emptied first), keeping the files' modes."""
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    with zipfile.ZipFile(archive_path) as archive:
+        for info in archive.infolist():
+            extracted = Path(archive.extract(info, target))
+            mode = (info.external_attr >> 16) & 0o777
+            if mode:
+                extracted.chmod(mode)
+
+
 @dataclass(frozen=True)
 class NodeStatus:
     running: bool
@@ -120,12 +173,12 @@ class NodeLayout:
 ConfigT = TypeVar("ConfigT", bound=NodeLayout)
 
 
-def apply_args(config: ConfigT, args: argparse.Namespace) -> ConfigT:
-    """``config`` changed by the command line's ``--state-dir`` and ``--heap``."""
-    if getattr(args, "state_dir", None):
-        config.state_dir = Path(args.state_dir).resolve()
-    if getattr(args, "heap", None):
-        config.heap = args.heap
+def configure(config: ConfigT, *, state_dir: str | Path | None = None, heap: str | None = None) -> ConfigT:
+    """``config`` with the command line's ``--state-dir`` and ``--heap``, when given."""
+    if state_dir:
+        config.state_dir = Path(state_dir).resolve()
+    if heap:
+        config.heap = heap
     return config
 
 
@@ -138,6 +191,7 @@ class LocalNode(ABC, Generic[ConfigT]):
     start_attempts = 3  # tries with a fresh free port each (1 when the port is pinned)
     not_built_message = "the node is not built (run with build enabled)"
     poll_s = 0.25
+    process_group = False  # stop signals go to the node's whole session (launcher scripts and their JVM)
 
     def __init__(self, config: ConfigT) -> None:
         self.config = config
@@ -208,7 +262,7 @@ class LocalNode(ABC, Generic[ConfigT]):
 
         ``clean`` wipes the data folder first. ``http_port`` pins the port (a
         restart keeps its URL that way); otherwise a free port is chosen.
-        ``timeout_s`` defaults to :attr:`start_timeout_s`.
+        ``timeout_s`` defaults to :attr:`start_timeout_s`; it bounds all attempts together.
         """
         timeout = self.start_timeout_s if timeout_s is None else timeout_s
         running = self.pid()
@@ -226,11 +280,15 @@ class LocalNode(ABC, Generic[ConfigT]):
         self._prepare(clean=clean)
         self._clear_state()
         attempts = 1 if http_port else self.start_attempts
+        deadline = time.monotonic() + timeout
         last_error: EngineNodeError | None = None
         for _ in range(attempts):
+            left = deadline - time.monotonic()
+            if last_error is not None and left <= 0:
+                break
             port = http_port or free_port()
             try:
-                return self._launch(port, wait=wait, timeout_s=timeout)
+                return self._launch(port, wait=wait, timeout_s=max(left, 0.0))
             except EngineNodeError as exc:  # e.g. the port was taken between probe and bind
                 last_error = exc
                 self._clear_state()
@@ -277,8 +335,16 @@ class LocalNode(ABC, Generic[ConfigT]):
         current = text.rsplit("\n--- start ", 1)[-1]  # only this run's output
         return "\n".join(current.strip().splitlines()[-lines:])
 
+    def _health(self, client: httpx.Client, url: str, *, wait: bool) -> tuple[str | None, str]:
+        """(health, detail) of a node at ``url``; ``"green"`` means ready. Default: the cluster health API."""
+        params = {"wait_for_status": "green", "timeout": "2s"} if wait else None
+        resp = client.get(f"{url}/_cluster/health", params=params)
+        if resp.status_code != 200:
+            return None, f"HTTP {resp.status_code}: {resp.text[:200]}"
+        return str(resp.json().get("status")), ""
+
     def wait_green(self, url: str, *, timeout_s: float | None = None, pid: int | None = None) -> None:
-        """Wait until cluster health is green, or raise with the node's log tail."""
+        """Wait until the node's health is green, or raise with the node's log tail."""
         timeout = self.start_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
         last = "no answer yet"
@@ -289,34 +355,40 @@ class LocalNode(ABC, Generic[ConfigT]):
                     if code is not None:
                         raise EngineNodeError(f"{self._exit_message(code)}:\n{self.log_tail()}")
                 try:
-                    resp = client.get(f"{url}/_cluster/health", params={"wait_for_status": "green", "timeout": "2s"})
-                    if resp.status_code == 200 and resp.json().get("status") == "green":
+                    health, detail = self._health(client, url, wait=True)
+                    if health == "green":
                         return
-                    last = f"HTTP {resp.status_code}: {resp.text[:200]}"
-                except httpx.HTTPError as exc:
+                    last = detail or f"health {health}"
+                except (httpx.HTTPError, ValueError) as exc:
                     last = type(exc).__name__
                 time.sleep(self.poll_s)
         raise EngineNodeError(f"{self.label} at {url} not green within {timeout:.0f}s ({last}):\n{self.log_tail()}")
 
-    def _terminate(self, pid: int, *, grace_s: float, kill: bool = False) -> None:
-        """SIGTERM (SIGKILL with ``kill``), wait up to ``grace_s``, then SIGKILL."""
-        if kill:
-            os.kill(pid, signal.SIGKILL)
-            grace_s = 10.0
+    def _signal(self, pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
+            if self.process_group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+
+    def _terminate(self, pid: int, *, grace_s: float, kill: bool = False) -> None:
+        """SIGTERM (SIGKILL with ``kill``), wait up to ``grace_s``, then SIGKILL (the session's stragglers too)."""
+        if kill:
+            self._signal(pid, signal.SIGKILL)
+            grace_s = 10.0
+        self._signal(pid, signal.SIGTERM)
+        proc = self._proc if self._proc is not None and self._proc.pid == pid else None
         deadline = time.monotonic() + grace_s
         while time.monotonic() < deadline:
-            if self._proc is not None and self._proc.pid == pid:
-                if self._proc.poll() is not None:
-                    return
-            elif not _pid_alive(pid):
-                return
+            if (proc.poll() is not None) if proc is not None else not _pid_alive(pid):
+                break
             time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        if self._proc is not None and self._proc.pid == pid:
-            self._proc.wait(timeout=10)
+        else:
+            self._signal(pid, signal.SIGKILL)
+        if self.process_group:
+            self._signal(pid, signal.SIGKILL)
+        if proc is not None:
+            proc.wait(timeout=10)
 
     def stop(self, *, grace_s: float = 30.0, kill: bool = False) -> bool:
         """Stop the node (SIGTERM, then SIGKILL after ``grace_s``). Returns True if one was running."""
@@ -337,117 +409,8 @@ class LocalNode(ABC, Generic[ConfigT]):
         if url is None:
             return NodeStatus(True, pid, None, None, "port unknown")
         try:
-            resp = httpx.get(f"{url}/_cluster/health", timeout=timeout_s)
-            health = str(resp.json().get("status")) if resp.status_code == 200 else None
-            detail = "" if health else f"HTTP {resp.status_code}"
+            with httpx.Client(timeout=timeout_s) as client:
+                health, detail = self._health(client, url, wait=False)
         except (httpx.HTTPError, ValueError) as exc:
             health, detail = None, f"no answer: {type(exc).__name__}"
         return NodeStatus(True, pid, url, health, detail)
-
-
-# -- command line ---------------------------------------------------------
-NodeFactory = Callable[[argparse.Namespace], Any]
-
-
-def cmd_start(args: argparse.Namespace) -> int:
-    node = args.node_factory(args)
-    began = time.monotonic()
-    try:
-        url = node.start(wait=args.wait, timeout_s=args.timeout, clean=args.clean, http_port=args.port)
-    except EngineNodeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"{node.url_env}={url}")
-    print(f"node ready at {url} in {time.monotonic() - began:.1f}s", file=sys.stderr)
-    return 0
-
-
-def cmd_stop(args: argparse.Namespace) -> int:
-    node = args.node_factory(args)
-    was_running = node.stop(grace_s=args.timeout)
-    print("stopped" if was_running else "not running")
-    return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    status = args.node_factory(args).status()
-    if args.json:
-        print(json.dumps(status.to_dict()))
-    else:
-        print(f"running={status.running} pid={status.pid} url={status.url} health={status.health} {status.detail}")
-    return 0 if status.running and status.health in ("green", "yellow") else 1
-
-
-def cmd_url(args: argparse.Namespace) -> int:
-    node = args.node_factory(args)
-    url = node.url() if node.pid() is not None else None
-    if url is None:
-        print("error: no running node", file=sys.stderr)
-        return 1
-    print(url)
-    return 0
-
-
-def cmd_build(args: argparse.Namespace) -> int:
-    node = args.node_factory(args)
-    began = time.monotonic()
-    try:
-        built = node.build(force=args.force)
-    except EngineNodeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"built in {time.monotonic() - began:.1f}s" if built else "up to date")
-    return 0
-
-
-def add_node_commands(parser: argparse.ArgumentParser, node_factory: NodeFactory, engine_label: str) -> None:
-    """Add ``start|stop|status|url|build`` under ``parser``; ``node_factory(args)`` makes the node."""
-    parser.set_defaults(node_factory=node_factory)
-    sub = parser.add_subparsers(dest="node_command", required=True, metavar="COMMAND")
-
-    def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument(
-            "--state-dir",
-            help=f"folder for the {engine_label} node's data, logs, pid and port files (default under .cache/)",
-        )
-
-    start = sub.add_parser("start", help="build the launcher if needed and start a local node in the background")
-    common(start)
-    start.add_argument(
-        "--wait", action=argparse.BooleanOptionalAction, default=True, help="wait for green health (default: yes)"
-    )
-    start.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for green health")
-    start.add_argument("--clean", action="store_true", help="delete the node's data folder before starting")
-    start.add_argument("--port", type=int, default=None, help="HTTP port (default: a free port)")
-    start.add_argument("--heap", default=None, help="JVM heap, e.g. 1g (default 1g or $SCOPEGATE_OPENSEARCH_HEAP)")
-    start.set_defaults(func=cmd_start)
-
-    stop = sub.add_parser("stop", help="stop the local node (SIGTERM, then SIGKILL)")
-    common(stop)
-    stop.add_argument("--timeout", type=float, default=30.0, help="seconds to wait before SIGKILL")
-    stop.set_defaults(func=cmd_stop)
-
-    status = sub.add_parser("status", help="show whether the node runs, its URL and cluster health")
-    common(status)
-    status.add_argument("--json", action="store_true", help="print the status as JSON")
-    status.set_defaults(func=cmd_status)
-
-    url = sub.add_parser("url", help="print the running node's URL (exit 1 if none)")
-    common(url)
-    url.set_defaults(func=cmd_url)
-
-    build = sub.add_parser("build", help=f"fetch/build the {engine_label} node with Maven (skipped when up to date)")
-    common(build)
-    build.add_argument("--force", action="store_true", help="rebuild even when up to date")
-    build.set_defaults(func=cmd_build)
-
-
-def run_cli(
-    argv: Sequence[str] | None, *, prog: str, description: str, node_factory: NodeFactory, engine_label: str
-) -> int:
-    """Parse ``argv`` as ``start|stop|status|url|build`` and run the command."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    add_node_commands(parser, node_factory, engine_label)
-    args = parser.parse_args(argv)
-    result: int = args.func(args)
-    return result

@@ -29,18 +29,28 @@ from typing import Any, Protocol, runtime_checkable
 
 from scopegate.errors import ConfigError
 from scopegate.scope import Scope
-from scopegate.tools import ScopedTool
+from scopegate.search.normalise import normalise_keywords, search_cache_args
+from scopegate.tools import Cacheable, LogFields, ScopedTool, ToolOutcome
 
-CACHE_KEY_VERSION = "scopegate-cache-v1"
-KEY_PREFIX = "sgc1:"
+__all__ = [
+    "CacheStore",
+    "GenerationTracker",
+    "MemoryStore",
+    "RedisStore",
+    "TieredStore",
+    "ToolCache",
+    "cache_args",
+    "cache_key",
+    "normalise_keywords",
+    "scope_part",
+    "search_cache_args",
+]
+
+CACHE_KEY_VERSION = "scopegate-cache-v2"
+KEY_PREFIX = "sgc2:"
 DEFAULT_TTL_S = 300.0
 DEFAULT_MAX_ENTRIES = 10_000
 DEFAULT_MAX_VALUE_CHARS = 256_000
-
-
-def normalise_keywords(text: str) -> str:
-    """Case and whitespace folded: ``"  Refund\\tFAILED "`` -> ``"refund failed"``."""
-    return " ".join(text.split()).lower()
 
 
 def scope_part(scope: Scope) -> list[Any]:
@@ -52,45 +62,16 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, ensure_ascii=True, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
 
-def _plain_page(value: Any) -> Any:
-    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
-        return int(value)
-    return value
-
-
-def _name(pair: list[Any]) -> str:
-    return str(pair[0])
-
-
-def search_cache_args(args: Mapping[str, Any]) -> list[Any]:
-    """Normalised search arguments: ``[keywords, sorted filters, page]``.
-
-    Only ``query`` is folded; every other argument is a filter kept verbatim
-    (``None`` means "not set" and is dropped, as the tools treat it).
-    """
-    query = args.get("query")
-    keywords = normalise_keywords(query) if isinstance(query, str) else query
-    page = _plain_page(args.get("page", 1))
-    if page is None:
-        page = 1
-    # Argument names are unique, so sorting by name alone is a total order.
-    filters = sorted(([str(k), v] for k, v in args.items() if k not in ("query", "page") and v is not None), key=_name)
-    return [keywords, filters, page]
-
-
 def cache_args(tool: ScopedTool, args: Mapping[str, Any]) -> Any:
-    """What the key encodes of ``args``: a tool's own ``cache_args(args)`` when it has one,
-    the search normalisation for the ``search`` family, the arguments verbatim otherwise."""
-    custom = getattr(tool, "cache_args", None)
-    if callable(custom):
-        return custom(args)
-    if tool.family == "search":
-        return search_cache_args(args)
+    """What the key encodes of ``args``: a :class:`Cacheable` tool's own normalisation,
+    the arguments verbatim otherwise."""
+    if isinstance(tool, Cacheable):
+        return tool.cache_args(args)
     return {str(k): v for k, v in args.items()}
 
 
 def cache_key(tool_name: str, scope: Scope, normalised_args: Any) -> str:
-    """``sgc1:`` + SHA-256 of canonical JSON ``[version, tool, scope, args]``. Raises on non-JSON args."""
+    """``sgc2:`` + SHA-256 of canonical JSON ``[version, tool, scope, args]``. Raises on non-JSON args."""
     payload = _canonical([CACHE_KEY_VERSION, tool_name, scope_part(scope), normalised_args])
     return KEY_PREFIX + hashlib.sha256(payload.encode("ascii")).hexdigest()
 
@@ -286,7 +267,7 @@ class ToolCache:
         store: CacheStore | None = None,
         *,
         ttl_s: float = DEFAULT_TTL_S,
-        families: Iterable[str] = ("search",),
+        families: Iterable[str] = ("search", "fetch"),
         max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     ) -> None:
         if not ttl_s > 0:
@@ -307,7 +288,7 @@ class ToolCache:
         except (TypeError, ValueError, AttributeError):
             return None
 
-    async def lookup(self, key: str, scope: Scope, generation: str) -> dict[str, Any] | None:
+    async def lookup(self, key: str, scope: Scope, generation: str) -> ToolOutcome | None:
         try:
             raw = await self.store.get(key)
         except Exception:  # a broken cache is a miss
@@ -342,16 +323,18 @@ class ToolCache:
             value = json.loads(body)
         except ValueError:
             value = None
-        if not isinstance(value, dict):
+        if not (isinstance(value, dict) and isinstance(value.get("r"), dict) and isinstance(value.get("l"), dict)):
             await self._forget(key)
             self.stats.errors += 1
             self.stats.misses += 1
             return None
         self.stats.hits += 1
-        return value
+        return ToolOutcome(value["r"], value["l"])
 
-    async def put(self, key: str, scope: Scope, generation: str, result: Mapping[str, Any]) -> bool:
-        """Store a successful, complete result; returns whether it was stored.
+    async def put(
+        self, key: str, scope: Scope, generation: str, result: Mapping[str, Any], log: LogFields | None = None
+    ) -> bool:
+        """Store a successful, complete result and its call-log fields; returns whether it was stored.
 
         A ``partial`` result (the engine stopped early, e.g. on its time budget)
         is not stored: the next call may well get the whole answer.
@@ -359,12 +342,14 @@ class ToolCache:
         if result.get("status") != "ok" or result.get("partial"):
             return False
         try:
-            # Header line (scope, generation), then the result as the tool ordered it.
+            # Header line (scope, generation), then the result as the tool ordered it and its log fields.
             # JSON escapes newlines inside strings, so the first newline is the separator.
             raw = (
                 _canonical([scope_part(scope), generation])
                 + "\n"
-                + json.dumps(result, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                + json.dumps(
+                    {"r": result, "l": dict(log or {})}, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+                )
             )
         except (TypeError, ValueError):
             return False
@@ -394,20 +379,6 @@ class ToolCache:
             self.stats.errors += 1
 
 
-GenerationFn = Callable[[], Any]
-
-
-def generation_source(tool: ScopedTool) -> GenerationFn | None:
-    """The coroutine function giving a tool's data generation: ``tool.generation``
-    or ``tool.backend.generation``; ``None`` when the tool has neither."""
-    fn = getattr(tool, "generation", None)
-    if callable(fn):
-        return fn  # type: ignore[no-any-return]
-    backend = getattr(tool, "backend", None)
-    fn = getattr(backend, "generation", None) if backend is not None else None
-    return fn if callable(fn) else None
-
-
 class GenerationTracker:
     """Reads generations, trusting each source's last answer for ``ttl_s`` seconds (0: always ask)."""
 
@@ -424,26 +395,25 @@ class GenerationTracker:
         self._memo.clear()
 
     async def current(self, tool: ScopedTool, *, fresh: bool = False) -> str | None:
-        """The generation string; ``""`` for a tool without a source (TTL only);
-        ``None`` when the source failed (then the cache is skipped)."""
-        fn = generation_source(tool)
-        if fn is None:
+        """The generation string; ``""`` for a tool that is not :class:`Cacheable` (TTL only);
+        ``None`` when reading it failed (then the cache is skipped)."""
+        if not isinstance(tool, Cacheable):
             return ""
-        owner = getattr(fn, "__self__", fn)
+        owner: object = tool
         ident = id(owner)
         if self.ttl_s > 0 and not fresh:
             memo = self._memo.get(ident)
             if memo is not None and memo[0] is owner and self._clock() - memo[1] < self.ttl_s:
                 return memo[2]
+        # Trusted from when it was asked for, not from when the answer came: the engine sampled it at some
+        # moment after this, so a memo is never older than ttl_s however long the read (or this process) stalled.
+        asked = self._clock()
         try:
-            value = fn()
-            if asyncio.iscoroutine(value) or isinstance(value, asyncio.Future):
-                value = await value
+            text = str(await tool.generation())
         except Exception:
             return None
-        text = str(value)
         if self.ttl_s > 0:
             if len(self._memo) > 1024:
                 self._memo.clear()
-            self._memo[ident] = (owner, self._clock(), text)
+            self._memo[ident] = (owner, asked, text)
         return text

@@ -15,16 +15,23 @@ Lines (schema ``v`` 1)::
 plus ``operation_id`` / ``http_status`` (and any other field the tool's
 ``log_fields`` gives) for OpenAPI tools, and ``{"event":"answer",...}`` lines
 when an invocation ended with a final answer.
+
+Closing: ``close()`` (or ``with CallLog.to_file(...) as log:``, or ``async with Guard(...)``) writes
+what is queued and closes the sinks. A log that is still open when the interpreter exits normally is
+closed by an ``atexit`` hook, so a short script that never closes it still gets every line it
+emitted (up to ``timeout_s`` of writing); a killed process loses at most what was queued.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -237,6 +244,7 @@ class CallLog:
         self._listeners: list[Callable[[str], None]] = []
         self._thread = threading.Thread(target=self._drain, name="scopegate-calllog", daemon=True)
         self._thread.start()
+        _OPEN_LOGS.add(self)
 
     @classmethod
     def to_file(
@@ -333,11 +341,18 @@ class CallLog:
         threading.Thread(target=waiter, daemon=True).start()
         return done.wait(timeout_s)
 
+    def __enter__(self) -> CallLog:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     def close(self, timeout_s: float = 5.0) -> None:
         """Write what is queued, then close the sinks. Blocking; call from sync code or a thread."""
         if self._closed:
             return
         self._closed = True
+        _OPEN_LOGS.discard(self)
         with contextlib.suppress(queue.Full):
             self._queue.put(None, timeout=timeout_s)
         self._thread.join(timeout_s)
@@ -356,3 +371,14 @@ class CallLog:
                 "encode_errors": self.encode_errors,
                 "queued": self._queue.qsize(),
             }
+
+
+# Logs not closed yet; closed (queued lines written) when the interpreter exits.
+_OPEN_LOGS: weakref.WeakSet[CallLog] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_logs() -> None:
+    for call_log in list(_OPEN_LOGS):
+        with contextlib.suppress(Exception):
+            call_log.close()

@@ -4,8 +4,9 @@ Both are framework-neutral (no ADK import) and never raise: past a limit they
 return a structured error envelope the model can act on, otherwise ``None``.
 
 * :class:`CallCap` counts calls per invocation (one user turn of an agent) and
-  per tool family, e.g. at most 4 ``search`` calls (search and fetch share the
-  family). Limits can also be set per tool name; a call must pass both.
+  per tool family, e.g. at most 4 ``search`` calls and 4 ``fetch`` calls (fetch-by-id
+  has its own family, so the agent can still open its best hit after its searches).
+  Limits can also be set per tool name; a call must pass both.
 * :class:`RateLimiter` is a token bucket per tenant, for servers shared by many
   sessions.
 """
@@ -22,9 +23,8 @@ from typing import Any
 
 from scopegate.errors import CALL_LIMIT, RATE_LIMITED, ConfigError, tool_error
 
-DEFAULT_FAMILY_LIMITS: Mapping[str, int] = {"search": 4}
+DEFAULT_FAMILY_LIMITS: Mapping[str, int] = {"search": 4, "fetch": 4}
 MAX_TRACKED_INVOCATIONS = 10_000
-MAX_CALL_IDS_PER_INVOCATION = 1_000
 MAX_TRACKED_TENANTS = 100_000
 
 
@@ -74,14 +74,15 @@ def call_limit_result(family: str, limit: int, tool: str) -> dict[str, Any]:
 class _InvocationCounts:
     families: dict[str, int] = field(default_factory=dict)
     tools: dict[str, int] = field(default_factory=dict)
-    call_ids: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
 
 class CallCap:
     """Counts calls per invocation and family; thread-safe; memory bounded.
 
-    ``admit`` is idempotent per ``call_id``: an ADK callback and a guarded tool
-    that both see the same function call count it once.
+    Every ``admit`` counts: the cap never trusts an identifier of the call
+    itself (an ADK function-call id is chosen by the model, and a model that
+    repeats one must not get past the cap). Adapters make sure one call is
+    admitted once (a guarded tool is not counted again by a framework callback).
 
     Calls without an invocation id are counted per session id; calls with
     neither cannot be attributed to a turn and are not capped (the rate limit
@@ -109,7 +110,6 @@ class CallCap:
         family: str,
         invocation_id: str | None,
         session_id: str | None = None,
-        call_id: str | None = None,
     ) -> dict[str, Any] | None:
         """Count one call, or return a ``CALL_LIMIT`` envelope (the call is then not counted)."""
         key = self.turn_key(invocation_id, session_id)
@@ -126,8 +126,6 @@ class CallCap:
                     self._counts.popitem(last=False)
             else:
                 self._counts.move_to_end(key)
-            if call_id is not None and call_id in counts.call_ids:
-                return None
             used_family = counts.families.get(family, 0)
             used_tool = counts.tools.get(tool, 0)
             if family_limit is not None and used_family >= family_limit:
@@ -136,10 +134,6 @@ class CallCap:
                 return call_limit_result("", tool_limit, tool)
             counts.families[family] = used_family + 1
             counts.tools[tool] = used_tool + 1
-            if call_id is not None:
-                counts.call_ids[call_id] = None
-                while len(counts.call_ids) > MAX_CALL_IDS_PER_INVOCATION:
-                    counts.call_ids.popitem(last=False)
         return None
 
     def used(self, *, family: str, invocation_id: str | None, session_id: str | None = None) -> int:

@@ -26,6 +26,7 @@ from scopegate.guard.cache import GenerationTracker, ToolCache
 from scopegate.guard.calllog import GUARD_FIELDS, SCHEMA_VERSION, CallLog
 from scopegate.guard.cap import CallCap, RateLimiter
 from scopegate.guard.metrics import (
+    SEARCH_FAMILIES,
     CallObservation,
     GuardMetrics,
     finish_span,
@@ -34,7 +35,7 @@ from scopegate.guard.metrics import (
     tracing_configured,
 )
 from scopegate.scope import Scope
-from scopegate.tools import ScopedTool
+from scopegate.tools import LogFields, ScopedTool, ToolOutcome
 
 log = logging.getLogger("scopegate.guard")
 
@@ -74,7 +75,7 @@ class Guard:
         cache: ToolCache | None = DEFAULT,
         call_log: CallLog | None = None,
         metrics: GuardMetrics | None = DEFAULT,
-        search_families: Iterable[str] = ("search",),
+        search_families: Iterable[str] = SEARCH_FAMILIES,
         call_timeout_s: float | None = DEFAULT_CALL_TIMEOUT_S,
         generation_ttl_s: float = DEFAULT_GENERATION_TTL_S,
         generation_clock: Callable[[], float] = time.monotonic,
@@ -100,15 +101,17 @@ class Guard:
     def wrap(self, tool: ScopedTool) -> GuardedTool:
         return GuardedTool(tool, self)
 
-    async def call(self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def call(self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         """Run ``tool`` under the guard. Never raises (cancellation still propagates)."""
         started = self._clock()
         try:
             return await self._call(tool, args, ctx, started)
         except Exception:  # a guard bug must not reach the agent loop
             self.internal_errors += 1
-            log.exception("guard failure around tool %r", getattr(tool, "name", "?"))
-            return tool_error(INTERNAL, "the tool call failed unexpectedly; try again later", retryable=True)
+            log.exception("guard failure around tool %r", tool.name)
+            return ToolOutcome(
+                tool_error(INTERNAL, "the tool call failed unexpectedly; try again later", retryable=True)
+            )
 
     def invocation_answered(self, invocation_id: str | None, session_id: str | None = None) -> None:
         """The adapter saw this invocation end with a final answer (searches-per-answer metric)."""
@@ -132,48 +135,58 @@ class Guard:
         if self.cap is not None:
             self.cap.end(invocation_id, session_id)
 
+    async def __aenter__(self) -> Guard:
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
     async def aclose(self) -> None:
+        """Close the cache and the call log (queued lines are written). ``async with Guard(...)`` calls it."""
         if self.cache is not None:
             await self.cache.close()
         if self.call_log is not None:
             await asyncio.to_thread(self.call_log.close)
 
     # -- the pipeline --------------------------------------------------------------
-    async def _call(
-        self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext, started: float
-    ) -> dict[str, Any]:
+    async def _call(self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext, started: float) -> ToolOutcome:
         name = str(tool.name)
         family = str(tool.family)
         scope = self._scope(tool, ctx)
         if not tracing_configured(self._explicit_tracing):
-            result, cache_hit, executed = await self._guarded_run(tool, args, ctx, scope)
-            self._after(tool, args, ctx, scope, result, cache_hit, executed, max(0.0, self._clock() - started), None)
-            return result
+            outcome, cache_hit, executed = await self._guarded_run(tool, args, ctx, scope)
+            self._record(
+                name, family, ctx, scope, outcome, cache_hit, executed, max(0.0, self._clock() - started), None
+            )
+            return outcome
         with tool_span(self.tracer, name, family, scope.tenant_id if scope else None) as span:
-            result, cache_hit, executed = await self._guarded_run(tool, args, ctx, scope)
+            outcome, cache_hit, executed = await self._guarded_run(tool, args, ctx, scope)
             latency_s = max(0.0, self._clock() - started)
-            self._after(tool, args, ctx, scope, result, cache_hit, executed, latency_s, span)
-        return result
+            self._record(name, family, ctx, scope, outcome, cache_hit, executed, latency_s, span)
+        return outcome
+
+    def _admit(self, tool: str, family: str, ctx: CallContext) -> dict[str, Any] | None:
+        """Count the call against the cap, or return the ``CALL_LIMIT`` envelope.
+
+        A call that carries the user's confirmation decision (``ctx.confirmed``
+        set by the adapter's confirmation flow, never by the model) continues a
+        call that was counted when the confirmation was asked for: it is not
+        counted again. Nothing the model chooses (such as a function-call id)
+        can make a call count less.
+        """
+        if self.cap is None or ctx.confirmed is not None:
+            return None
+        return self.cap.admit(tool=tool, family=family, invocation_id=ctx.invocation_id, session_id=ctx.session_id)
 
     async def _guarded_run(
         self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext, scope: Scope | None
-    ) -> tuple[dict[str, Any], bool | None, bool]:
-        """(result, cache_hit or None when not a cache candidate, whether the call was admitted)."""
-        if self.cap is not None:
-            call_id = ctx.extra.get("call_id") if isinstance(ctx.extra, Mapping) else None
-            refused = self.cap.admit(
-                tool=str(tool.name),
-                family=str(tool.family),
-                invocation_id=ctx.invocation_id,
-                session_id=ctx.session_id,
-                call_id=str(call_id) if call_id is not None else None,
-            )
-            if refused is not None:
-                return refused, None, False
-        if self.rate_limiter is not None:
+    ) -> tuple[ToolOutcome, bool | None, bool]:
+        """(outcome, cache_hit or None when not a cache candidate, whether the call was admitted)."""
+        refused = self._admit(str(tool.name), str(tool.family), ctx)
+        if refused is None and self.rate_limiter is not None:
             refused = self.rate_limiter.check(scope.tenant_id if scope is not None else "")
-            if refused is not None:
-                return refused, None, False
+        if refused is not None:
+            return ToolOutcome(refused, self._describe(tool, args)), None, False
 
         cache = self.cache
         if cache is None or scope is None or not cache.cacheable(tool):
@@ -184,33 +197,40 @@ class Guard:
             return await self._run(tool, args, ctx), None, True
         cached = await cache.lookup(key, scope, generation)
         if cached is not None:
-            return cached, True, True
-        result = await self._run(tool, args, ctx)
-        if result.get("status") == "ok":
+            return ToolOutcome(cached.result, cached.log), True, True
+        outcome = await self._run(tool, args, ctx)
+        if outcome.result.get("status") == "ok":
             # Tagged with the generation read *before* the run: if an ingest
             # committed meanwhile, the entry is already stale and the next lookup
             # at the new generation drops it. It is never served as newer than it is.
-            await cache.put(key, scope, generation, result)
-        return result, False, True
+            await cache.put(key, scope, generation, outcome.result, outcome.log)
+        return outcome, False, True
 
-    async def _run(self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def _run(self, tool: ScopedTool, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         try:
             # asyncio.timeout, unlike wait_for, does not wrap the call in a new task.
             async with asyncio.timeout(self.call_timeout_s):
-                result = await tool.run(args, ctx)
+                outcome = await tool.run(args, ctx)
         except TimeoutError:
             code = SEARCH_UNAVAILABLE if tool.family in self.search_families else INTERNAL
-            return tool_error(
-                code, f"the tool did not answer within {self.call_timeout_s:g} s; try again", retryable=True
+            return ToolOutcome(
+                tool_error(code, f"the tool did not answer within {self.call_timeout_s:g} s; try again", retryable=True)
             )
         except Exception:  # a tool broke its never-raise contract
             self.internal_errors += 1
             log.exception("tool %r raised", tool.name)
-            return tool_error(INTERNAL, "the tool failed unexpectedly; try again later", retryable=True)
-        if not isinstance(result, dict):
+            return ToolOutcome(tool_error(INTERNAL, "the tool failed unexpectedly; try again later", retryable=True))
+        if not isinstance(outcome, ToolOutcome) or not isinstance(outcome.result, dict):
             self.internal_errors += 1
-            return tool_error(INTERNAL, "the tool returned an invalid result", retryable=False)
-        return result
+            return ToolOutcome(tool_error(INTERNAL, "the tool returned an invalid result", retryable=False))
+        return outcome
+
+    @staticmethod
+    def _describe(tool: ScopedTool, args: Mapping[str, Any]) -> LogFields:
+        try:
+            return tool.describe(args)
+        except Exception:  # describing a refused call never fails it
+            return {}
 
     @staticmethod
     def _scope(tool: ScopedTool, ctx: CallContext) -> Scope | None:
@@ -219,44 +239,25 @@ class Guard:
         except Exception:
             return None
 
-    def _after(
-        self,
-        tool: ScopedTool,
-        args: Mapping[str, Any],
-        ctx: CallContext,
-        scope: Scope | None,
-        result: Mapping[str, Any],
-        cache_hit: bool | None,
-        executed: bool,
-        latency_s: float,
-        span: Any,
-    ) -> None:
-        if self.call_log is None and self.metrics is None and span is None:
-            return
-        try:
-            fields = tool.log_fields(args, result)
-            if not isinstance(fields, Mapping):
-                fields = {}
-        except Exception:
-            fields = {}
-        self._record(str(tool.name), str(tool.family), ctx, scope, fields, result, cache_hit, executed, latency_s, span)
-
     def _record(
         self,
         name: str,
         family: str,
         ctx: CallContext,
         scope: Scope | None,
-        fields: Mapping[str, Any],
-        result: Mapping[str, Any],
+        outcome: ToolOutcome,
         cache_hit: bool | None,
         executed: bool,
         latency_s: float,
         span: Any,
     ) -> None:
         """Call log line, metrics and span attributes for one call. Never raises."""
-        outcome = "error" if result.get("status") == "error" else "ok"
-        error_code = str(result.get("error_code")) if outcome == "error" else None
+        if self.call_log is None and self.metrics is None and span is None:
+            return
+        result = outcome.result
+        fields: LogFields = outcome.log if isinstance(outcome.log, Mapping) else {}
+        status = "error" if result.get("status") == "error" else "ok"
+        error_code = str(result.get("error_code")) if status == "error" else None
         total = fields.get("total")
         total_int = total if isinstance(total, int) and not isinstance(total, bool) else None
         if self.call_log is not None:
@@ -278,7 +279,7 @@ class Guard:
                     {
                         "latency_ms": round(latency_s * 1000.0, 3),
                         "cache_hit": cache_hit,
-                        "outcome": outcome,
+                        "outcome": status,
                         "error_code": error_code,
                     }
                 )
@@ -292,7 +293,7 @@ class Guard:
                         tool=name,
                         family=family,
                         turn_key=CallCap.turn_key(ctx.invocation_id, ctx.session_id),
-                        outcome=outcome,
+                        outcome=status,
                         error_code=error_code,
                         latency_s=latency_s,
                         cache_hit=cache_hit,
@@ -304,7 +305,7 @@ class Guard:
             except Exception:  # metrics never fail a call
                 log.exception("metrics failure")
         if span is not None:
-            finish_span(span, outcome=outcome, error_code=error_code, cache_hit=cache_hit, total=total_int)
+            finish_span(span, outcome=status, error_code=error_code, cache_hit=cache_hit, total=total_int)
 
     def check_cap(self, *, tool: str, family: str, ctx: CallContext) -> dict[str, Any] | None:
         """The cap alone, for framework callbacks in front of tools the guard does not run.
@@ -316,29 +317,19 @@ class Guard:
             return None
         started = self._clock()
         try:
-            call_id = ctx.extra.get("call_id") if isinstance(ctx.extra, Mapping) else None
-            refused = self.cap.admit(
-                tool=tool,
-                family=family,
-                invocation_id=ctx.invocation_id,
-                session_id=ctx.session_id,
-                call_id=str(call_id) if call_id is not None else None,
-            )
+            refused = self._admit(tool, family, ctx)
         except Exception:
             self.internal_errors += 1
             log.exception("call cap failure")
             return None
         if refused is not None:
             latency_s = max(0.0, self._clock() - started)
-            self._record(tool, family, ctx, None, {}, refused, None, False, latency_s, None)
+            self._record(tool, family, ctx, None, ToolOutcome(refused), None, False, latency_s, None)
         return refused
 
 
 class GuardedTool:
-    """A ScopedTool whose ``run`` goes through a :class:`Guard`.
-
-    Other attributes (``spec``, ``backend``) are read from the wrapped tool.
-    """
+    """A ScopedTool whose ``run`` goes through a :class:`Guard`; ``inner`` is the wrapped tool."""
 
     def __init__(self, tool: ScopedTool, guard: Guard) -> None:
         self.inner = tool
@@ -347,6 +338,8 @@ class GuardedTool:
         self.description: str = tool.description
         self.family: str = tool.family
         self.read_only: bool = tool.read_only
+        self.requires_confirmation: bool = tool.requires_confirmation
+        self.scope_keys = tool.scope_keys
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.inner.parameters_schema()
@@ -354,16 +347,11 @@ class GuardedTool:
     def scope_of(self, ctx: CallContext) -> Scope | None:
         return self.inner.scope_of(ctx)
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        return self.inner.log_fields(args, result)
+    def describe(self, args: Mapping[str, Any]) -> LogFields:
+        return self.inner.describe(args)
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         return await self.guard.call(self.inner, args, ctx)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
 
     def __repr__(self) -> str:
         return f"GuardedTool({self.inner!r})"

@@ -8,9 +8,13 @@ until the application installs a tracer provider.
 
 Definitions (the same in ``scopegate stats``):
 
-* a *search* is a call of a tool in a search family (``search``: search and
-  fetch-by-id, the unit the call cap counts) that ran or was served from cache;
+* a *search* is a call of a tool in a search family (``search`` and ``fetch``:
+  search, count and fetch-by-id) that ran or was served from cache;
   calls refused by the cap or the rate limit are not searches;
+* calls that did not run, refusals by the guard (``CALL_LIMIT``,
+  ``RATE_LIMITED``) and confirmation requests (``CONFIRMATION_*``), are counted
+  apart (``refused``, ``confirmations``): they are not errors, and their
+  latencies are not in the latency figures, which describe executed calls;
 * the *zero-result rate* is over successful result-list calls, those whose log
   fields carry both ``total`` and ``page`` (fetch-by-id has no page);
 * *searches per answered question* is, for each invocation the adapter reported
@@ -33,6 +37,18 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+
+from scopegate.errors import (
+    CALL_LIMIT,
+    CONFIRMATION_REJECTED,
+    CONFIRMATION_REQUIRED,
+    CONFIRMATION_UNAVAILABLE,
+    RATE_LIMITED,
+)
+
+SEARCH_FAMILIES = ("search", "fetch")
+REFUSALS = frozenset({CALL_LIMIT, RATE_LIMITED})
+CONFIRMATIONS = frozenset({CONFIRMATION_REQUIRED, CONFIRMATION_REJECTED, CONFIRMATION_UNAVAILABLE})
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SEARCHES_BUCKETS = (0, 1, 2, 3, 4, 5, 6, 8, 10, 15, 20)
@@ -166,7 +182,7 @@ class _Collector(Collector):
         for name, doc in (
             ("zero_result_rate", "Share of successful result-list calls with no result"),
             ("cache_hit_rate", "Share of cache lookups that hit"),
-            ("error_rate", "Share of calls that returned an error envelope"),
+            ("error_rate", "Share of executed calls (not refusals or confirmation requests) that returned an error"),
             ("searches_per_answered_question", "Mean searches per invocation that ended in a final answer"),
         ):
             value = snap[name]
@@ -211,6 +227,8 @@ class GuardMetrics:
         self._searches: OrderedDict[str, int] = OrderedDict()
         self._answered_keys: OrderedDict[str, None] = OrderedDict()
         self._n_calls = 0
+        self._refused: dict[str, int] = {}
+        self._confirmations: dict[str, int] = {}
         self._n_errors = 0
         self._errors_by_code: dict[str, int] = {}
         self._n_lists = 0
@@ -228,6 +246,10 @@ class GuardMetrics:
         with self._lock:
             self._n_calls += 1
             _bump(self._calls, (obs.tool, obs.family, obs.outcome))
+            if obs.error_code in REFUSALS or obs.error_code in CONFIRMATIONS:  # not run: counted apart
+                _bump(self._errors, (obs.tool, obs.error_code))
+                _bump(self._refused if obs.error_code in REFUSALS else self._confirmations, obs.error_code)
+                return
             hist = self._latency.get(obs.tool)
             if hist is None:
                 hist = self._latency[obs.tool] = _Histogram(LATENCY_BUCKETS_S)
@@ -276,12 +298,18 @@ class GuardMetrics:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             lat = list(self._latencies_ms)
+            executed = self._n_calls - sum(self._refused.values()) - sum(self._confirmations.values())
             out: dict[str, Any] = {
                 "calls": self._n_calls,
+                "executed": executed,
+                "refused": sum(self._refused.values()),
+                "refused_by_code": dict(sorted(self._refused.items())),
+                "confirmations": sum(self._confirmations.values()),
+                "confirmations_by_code": dict(sorted(self._confirmations.items())),
                 "errors": self._n_errors,
-                "error_rate": rate(self._n_errors, self._n_calls),
+                "error_rate": rate(self._n_errors, executed),
                 "error_rate_by_code": {
-                    code: n / self._n_calls for code, n in sorted(self._errors_by_code.items()) if self._n_calls
+                    code: n / executed for code, n in sorted(self._errors_by_code.items()) if executed
                 },
                 "result_lists": self._n_lists,
                 "zero_results": self._n_zero,

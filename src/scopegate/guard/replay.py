@@ -13,6 +13,7 @@ embedded engine, OpenSearch and Elasticsearch alike.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 
 from scopegate.context import CallContext
 from scopegate.guard.logfile import record_time
-from scopegate.scope import Scope, ScopeKeys
+from scopegate.scope import Scope, ScopeKeys, state_for
 from scopegate.tools import ScopedTool
 
 TOP_K = 5
@@ -295,20 +296,11 @@ def _fmt(value: float) -> str:
 def scope_state(keys: ScopeKeys) -> Callable[[Scope], dict[str, Any]]:
     """Session state that a tool reading ``keys`` turns back into the same scope."""
 
-    def build(scope: Scope) -> dict[str, Any]:
-        state: dict[str, Any] = {keys.tenant: scope.tenant_id}
-        if keys.groups is not None:
-            state[keys.groups] = list(scope.group_ids)
-        if keys.user is not None and scope.user_id is not None:
-            state[keys.user] = scope.user_id
-        return state
-
-    return build
+    return functools.partial(state_for, keys=keys)
 
 
 def default_state_for(tool: ScopedTool) -> Callable[[Scope], dict[str, Any]]:
-    keys = getattr(getattr(tool, "spec", None), "scope_keys", None)
-    return scope_state(keys if isinstance(keys, ScopeKeys) else ScopeKeys())
+    return scope_state(tool.scope_keys)
 
 
 async def replay_call(
@@ -317,16 +309,12 @@ async def replay_call(
     ctx = CallContext(state=state_for(call.scope), invocation_id="scopegate-replay", session_id="scopegate-replay")
     args = call.args()
     try:
-        result = await tool.run(args, ctx)
+        outcome = await tool.run(args, ctx)
     except Exception:  # tools should never raise; count it as a failure
         return CallDiff(call, error_code="INTERNAL")
-    if not isinstance(result, Mapping) or result.get("status") == "error":
-        code = result.get("error_code") if isinstance(result, Mapping) else None
-        return CallDiff(call, error_code=str(code or "INTERNAL"))
-    try:
-        fields = tool.log_fields(args, result)
-    except Exception:
-        fields = {}
+    if not outcome.ok:
+        return CallDiff(call, error_code=outcome.error_code or "INTERNAL")
+    fields = outcome.log
     ids = tuple(_str_list(fields.get("ids")) or [])
     total = fields.get("total")
     relation = fields.get("total_relation")

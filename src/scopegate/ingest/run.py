@@ -12,6 +12,7 @@ from tqdm import tqdm
 from scopegate.backends.base import IngestReport, SearchBackend
 from scopegate.ingest.mapping import FieldMapping
 from scopegate.ingest.readers import SourceRecordError, read_records
+from scopegate.search.spec import SearchSpec
 
 
 def _split_errors(
@@ -52,6 +53,51 @@ async def ingest_path(
     fmt: str | None = None,
     batch_size: int = 10_000,
     progress: bool = True,
+    total: int | None = None,
 ) -> IngestReport:
-    records = (mapping or FieldMapping()).apply(backend.spec, read_records(path, fmt))
-    return await ingest_records(backend, records, batch_size=batch_size, progress=progress, label=Path(path).name)
+    """Upsert the records of ``path``; IngestError before anything is written when a mapped column is missing."""
+    from scopegate.ingest.precheck import check_columns, source_columns
+
+    mapping = mapping or FieldMapping()
+    check_columns(backend.spec, mapping, source_columns(path, fmt), Path(path).name)
+    records = mapping.apply(backend.spec, read_records(path, fmt))
+    return await ingest_records(
+        backend, records, batch_size=batch_size, progress=progress, total=total, label=Path(path).name
+    )
+
+
+async def ingest_into_index(
+    index: str | Path,
+    path: str | Path,
+    spec: SearchSpec,
+    mapping: FieldMapping | None = None,
+    *,
+    fmt: str | None = None,
+    batch_size: int = 10_000,
+    progress: bool = True,
+    total: int | None = None,
+) -> IngestReport:
+    """Upsert the records of ``path`` into the embedded index folder ``index`` (created if missing)."""
+    from scopegate.backends.embedded import EmbeddedBackend
+    from scopegate.ingest.precheck import check_columns, source_columns
+
+    check_columns(spec, mapping or FieldMapping(), source_columns(path, fmt), Path(path).name)  # before mkdir
+    backend = EmbeddedBackend(spec, index)
+    try:
+        return await ingest_path(
+            backend, path, mapping, fmt=fmt, batch_size=batch_size, progress=progress, total=total
+        )
+    finally:
+        await backend.close()
+
+
+def report_summary(report: IngestReport, *, max_errors: int = 20) -> dict[str, Any]:
+    """What ``scopegate ingest`` prints: counts, speed and the first rejected records."""
+    return {
+        "indexed": report.indexed,
+        "failed": report.failed,
+        "commits": report.commits,
+        "seconds": round(report.seconds, 3),
+        "docs_per_second": round(report.docs_per_second),
+        "errors": report.errors[:max_errors],
+    }

@@ -35,13 +35,15 @@ class RefError(OpenAPIError):
 class MissingOperationsError(OpenAPIError):
     """Allowlisted operations are absent from the spec. Lists every one of them."""
 
-    def __init__(self, missing: Sequence[str], suggestions: dict[str, list[str]] | None = None) -> None:
+    def __init__(self, missing: Sequence[str], suggestions: dict[str, list[str]] | None = None, note: str = "") -> None:
         self.missing = tuple(missing)
         self.suggestions = dict(suggestions or {})
         lines = [f"{len(self.missing)} allowlisted operation(s) not found in the spec:"]
         for label in self.missing:
             hint = self.suggestions.get(label)
             lines.append(f"  - {label}" + (f" (did you mean: {', '.join(hint)}?)" if hint else ""))
+        if note:
+            lines.append(note)
         super().__init__("\n".join(lines))
 
 

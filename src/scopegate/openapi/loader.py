@@ -1,9 +1,12 @@
 """Load Swagger 2.0 / OpenAPI 3.0 / 3.1 into the typed model, lazily.
 
 ``load_document`` parses the file and indexes its operations (method, path,
-operationId, tags) without resolving any ``$ref``. ``SpecDocument.spec(...)``
-then resolves only the operations asked for, so a 3 MB spec with a 5-operation
-allowlist only pays for those five.
+operationId, tags), following only path-item and operation ``$ref``s (the
+latter an extension real multi-file specs use). ``SpecDocument.spec(...)``
+then resolves only the operations asked for, and of those only what a tool
+needs (parameters and request body; responses with ``with_responses``), so a
+3 MB spec with a 5-operation allowlist only pays for those five. Schemas are
+resolved once per document and shared (:mod:`scopegate.openapi.resolver`).
 
     doc = load_document("github.json")
     spec = doc.spec(["repos/get", "GET /user"])   # or doc.spec() for everything
@@ -14,28 +17,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from scopegate.openapi import swagger2
+from scopegate.openapi import oas3, swagger2
+from scopegate.openapi.build import BuildContext, RawOperation
 from scopegate.openapi.errors import OpenAPIError, RefError, SpecLoadError
 from scopegate.openapi.fields import parse_security_schemes, parse_servers, security_requirements, str_tuple, text
-from scopegate.openapi.model import (
-    HTTP_METHODS,
-    Dialect,
-    MediaType,
-    Operation,
-    OperationInfo,
-    Parameter,
-    ParamLocation,
-    RequestBody,
-    Response,
-    Server,
-    Spec,
-)
+from scopegate.openapi.model import HTTP_METHODS, Dialect, Operation, OperationInfo, Server, Spec
 from scopegate.openapi.parse import parse_file, parse_text
+from scopegate.openapi.refs import Documents
 from scopegate.openapi.resolver import Resolver
-
-_PARAM_LOCATIONS: frozenset[str] = frozenset({"path", "query", "header", "cookie"})
 
 
 def detect_dialect(root: Mapping[str, Any], name: str = "spec") -> tuple[Dialect, str]:
@@ -64,13 +55,17 @@ class SpecDocument:
         *,
         name: str = "spec",
         base_dir: Path | None = None,
+        root_key: str = "",
         allow_external_refs: bool = False,
         recursion_depth: int = 1,
     ) -> None:
         if not isinstance(root, Mapping):
             raise SpecLoadError(f"{name}: top level must be a mapping, got {type(root).__name__}")
+        if recursion_depth < 1:
+            raise ValueError("recursion_depth must be >= 1")
         self.name = name
         self.root = root
+        self.recursion_depth = recursion_depth
         self.dialect, self.openapi_version = detect_dialect(root, name)
         paths = root.get("paths", {})
         if paths is None:
@@ -78,15 +73,19 @@ class SpecDocument:
         if not isinstance(paths, Mapping):
             raise SpecLoadError(f"{name}: 'paths' must be a mapping")
         self._paths = paths
-        self.resolver = Resolver(
+        self.documents = Documents(
             root,
+            root_key=root_key,
             base_dir=base_dir,
             allow_external_refs=allow_external_refs,
-            recursion_depth=recursion_depth,
             parse_file=parse_file,
         )
+        self.resolver = Resolver(self.documents)
         self._infos: tuple[OperationInfo, ...] | None = None
-        self._ops: dict[str, Operation] = {}
+        self._raw: dict[str, RawOperation] = {}
+        self._ops: dict[tuple[str, bool], Operation] = {}
+        # Document-level problems found while indexing (e.g. a path item whose $ref does not resolve).
+        self.problems: list[str] = []
         info = root.get("info") if isinstance(root.get("info"), Mapping) else {}
         assert isinstance(info, Mapping)
         self.title = text(info.get("title")) or name
@@ -103,38 +102,55 @@ class SpecDocument:
         self.security = security_requirements(root.get("security"))
 
     # ------------------------------------------------------------- indexing
-    def _path_item(self, path: str) -> Mapping[str, Any]:
-        item, _ = self.resolver.deref(self._paths[path])
-        if not isinstance(item, Mapping):
-            raise SpecLoadError(f"{self.name}: path item {path!r} is not a mapping")
-        return cast(Mapping[str, Any], item)
-
     def infos(self) -> tuple[OperationInfo, ...]:
-        """Every operation in spec order; no schema is resolved."""
+        """Every operation in spec order; no schema is resolved.
+
+        Path items and operation objects given by ``$ref`` are followed (an
+        operation ``$ref`` is an extension some real specs use). A path item
+        that cannot be read is recorded in :attr:`problems`; an operation that
+        cannot be read is listed with its ``problem`` and fails when resolved.
+        """
         if self._infos is None:
+            root_key = self.documents.root_key
             out: list[OperationInfo] = []
-            for path in self._paths:
+            for raw_path, raw_item in self._paths.items():
+                path = str(raw_path)
+                self.documents.where = path
                 try:
-                    item = self._path_item(str(path))
+                    item, idoc = self.documents.deref(raw_item, root_key)
                 except RefError as exc:
-                    raise SpecLoadError(f"{self.name}: path {path!r}: {exc}") from exc
+                    self.problems.append(f"path {path!r}: {exc}")
+                    continue
+                if not isinstance(item, Mapping):
+                    self.problems.append(f"path {path!r}: path item is not a mapping")
+                    continue
                 for method in HTTP_METHODS:
-                    op = item.get(method)
-                    if not isinstance(op, Mapping):
+                    raw_op = item.get(method)
+                    if raw_op is None:
                         continue
-                    op_id = op.get("operationId")
-                    out.append(
-                        OperationInfo(
-                            method=method.upper(),
-                            path=str(path),
-                            operation_id=str(op_id) if isinstance(op_id, str | int) and str(op_id) else None,
-                            tags=str_tuple(op.get("tags")),
-                            summary=text(op.get("summary")),
-                            deprecated=op.get("deprecated") is True,
-                        )
-                    )
+                    out.append(self._info(method.upper(), path, item, idoc, raw_op))
             self._infos = tuple(out)
         return self._infos
+
+    def _info(self, method: str, path: str, item: Mapping[str, Any], idoc: str, raw_op: Any) -> OperationInfo:
+        key = f"{method} {path}"
+        self.documents.where = key
+        try:
+            op, odoc = self.documents.deref(raw_op, idoc)
+        except RefError as exc:
+            return OperationInfo(method=method, path=path, operation_id=None, problem=str(exc))
+        if not isinstance(op, Mapping):
+            return OperationInfo(method=method, path=path, operation_id=None, problem="operation is not a mapping")
+        self._raw[key] = RawOperation(item, idoc, op, odoc)
+        op_id = op.get("operationId")
+        return OperationInfo(
+            method=method,
+            path=path,
+            operation_id=str(op_id) if isinstance(op_id, str | int) and str(op_id) else None,
+            tags=str_tuple(op.get("tags")),
+            summary=text(op.get("summary")),
+            deprecated=op.get("deprecated") is True,
+        )
 
     def find(self, label: str) -> list[OperationInfo]:
         """Operations whose operationId or ``"METHOD /path"`` equals ``label``."""
@@ -142,23 +158,43 @@ class SpecDocument:
         return [i for i in self.infos() if label == i.operation_id or key == i.key]
 
     # ------------------------------------------------------------ resolving
-    def operation(self, info: OperationInfo) -> Operation:
-        """Resolve one operation (cached). Raises an :class:`OpenAPIError` naming it."""
-        cached = self._ops.get(info.key)
+    def operation(self, info: OperationInfo, *, with_responses: bool = False) -> Operation:
+        """Resolve one operation (cached). Raises an :class:`OpenAPIError` naming it.
+
+        Parameters and the request body are resolved; response schemas only
+        with ``with_responses`` (nothing in translation or the runtime reads them).
+        """
+        cached = self._ops.get((info.key, with_responses))
         if cached is not None:
             return cached
+        self.infos()
+        raw = self._raw.get(info.key)
+        if raw is None:
+            raise SpecLoadError(f"{self.name}: operation {info.label} cannot be read: {info.problem or 'not found'}")
+        ctx = BuildContext(
+            docs=self.documents,
+            resolver=self.resolver,
+            root=self.root,
+            servers=self.servers,
+            security=self.security,
+            where=info.label,
+            with_responses=with_responses,
+        )
+        builder = swagger2.build_operation if self.dialect == "swagger2" else oas3.build_operation
         try:
-            op = swagger2.build_operation(self, info) if self.dialect == "swagger2" else self._build_oas3(info)
+            op = builder(ctx, info, raw)
         except RefError as exc:
             raise RefError(exc.ref, exc.reason, where=info.label) from None
         except OpenAPIError:
             raise
+        except RecursionError:
+            raise SpecLoadError(f"{self.name}: operation {info.label} is nested too deeply") from None
         except (TypeError, ValueError, AttributeError, KeyError) as exc:
             raise SpecLoadError(f"{self.name}: malformed operation {info.label}: {type(exc).__name__}: {exc}") from None
-        self._ops[info.key] = op
+        self._ops[(info.key, with_responses)] = op
         return op
 
-    def spec(self, select: Iterable[OperationInfo] | None = None) -> Spec:
+    def spec(self, select: Iterable[OperationInfo] | None = None, *, with_responses: bool = False) -> Spec:
         """The typed model with the given operations resolved (all when ``None``)."""
         infos = self.infos() if select is None else tuple(select)
         return Spec(
@@ -167,7 +203,7 @@ class SpecDocument:
             dialect=self.dialect,
             openapi_version=self.openapi_version,
             servers=self.servers,
-            operations=tuple(self.operation(i) for i in infos),
+            operations=tuple(self.operation(i, with_responses=with_responses) for i in infos),
             security_schemes=self.security_schemes,
             security=self.security,
             description=self.description,
@@ -175,117 +211,6 @@ class SpecDocument:
 
     def schema(self, node: Any, doc: str, where: str) -> Any:
         return self.resolver.schema(node, doc, where=where)
-
-    def _build_oas3(self, info: OperationInfo) -> Operation:
-        item_raw = self._paths[info.path]
-        item, idoc = self.resolver.deref(item_raw)
-        op = item[info.method.lower()]
-        where = info.label
-        params = self._parameters(item.get("parameters"), idoc, where)
-        params.update(self._parameters(op.get("parameters"), idoc, where))
-        body = self._request_body(op.get("requestBody"), idoc, where)
-        servers = parse_servers(op.get("servers")) or parse_servers(item.get("servers")) or self.servers
-        security = security_requirements(op["security"]) if "security" in op else self.security
-        return Operation(
-            operation_id=info.operation_id,
-            method=info.method,
-            path=info.path,
-            summary=text(op.get("summary")) or text(item.get("summary")),
-            description=text(op.get("description")) or text(item.get("description")),
-            tags=info.tags,
-            parameters=tuple(params.values()),
-            request_body=body,
-            responses=self._responses(op.get("responses"), idoc, where),
-            security=security,
-            servers=servers,
-            deprecated=info.deprecated,
-        )
-
-    def _parameters(self, raw: Any, doc: str, where: str) -> dict[tuple[str, str], Parameter]:
-        out: dict[tuple[str, str], Parameter] = {}
-        if not isinstance(raw, list):
-            return out
-        for entry in raw:
-            p, pdoc = self.resolver.deref(entry, doc)
-            if not isinstance(p, Mapping) or not isinstance(p.get("name"), str):
-                continue
-            location = p.get("in")
-            if location not in _PARAM_LOCATIONS:
-                continue
-            media_type: str | None = None
-            schema: Any = {}
-            if "schema" in p:
-                schema = self.schema(p["schema"], pdoc, where)
-            elif isinstance(p.get("content"), Mapping) and p["content"]:
-                media_type, media = next(iter(p["content"].items()))
-                if isinstance(media, Mapping) and "schema" in media:
-                    schema = self.schema(media["schema"], pdoc, where)
-            loc = cast(ParamLocation, location)
-            out[(loc, p["name"])] = Parameter(
-                name=p["name"],
-                location=loc,
-                required=True if loc == "path" else p.get("required") is True,
-                schema=schema if isinstance(schema, dict) else {},
-                description=text(p.get("description")),
-                style=p.get("style") if isinstance(p.get("style"), str) else None,
-                explode=p.get("explode") if isinstance(p.get("explode"), bool) else None,
-                deprecated=p.get("deprecated") is True,
-                allow_reserved=p.get("allowReserved") is True,
-                media_type=media_type,
-            )
-        return out
-
-    def _content(self, raw: Any, doc: str, where: str) -> tuple[MediaType, ...]:
-        if not isinstance(raw, Mapping):
-            return ()
-        out: list[MediaType] = []
-        for media_type, media in raw.items():
-            if not isinstance(media, Mapping):
-                media = {}
-            schema = self.schema(media["schema"], doc, where) if "schema" in media else {}
-            encoding = media.get("encoding")
-            out.append(
-                MediaType(
-                    media_type=str(media_type),
-                    schema=schema if isinstance(schema, dict) else {},
-                    encoding={str(k): dict(v) for k, v in encoding.items() if isinstance(v, Mapping)}
-                    if isinstance(encoding, Mapping)
-                    else {},
-                )
-            )
-        return tuple(out)
-
-    def _request_body(self, raw: Any, doc: str, where: str) -> RequestBody | None:
-        if raw is None:
-            return None
-        body, bdoc = self.resolver.deref(raw, doc)
-        if not isinstance(body, Mapping):
-            return None
-        content = self._content(body.get("content"), bdoc, where)
-        if not content:
-            return None
-        return RequestBody(
-            required=body.get("required") is True, content=content, description=text(body.get("description"))
-        )
-
-    def _responses(self, raw: Any, doc: str, where: str) -> tuple[Response, ...]:
-        if not isinstance(raw, Mapping):
-            return ()
-        out: list[Response] = []
-        for status, entry in raw.items():
-            if isinstance(status, str) and status.startswith("x-"):
-                continue
-            resp, rdoc = self.resolver.deref(entry, doc)
-            if not isinstance(resp, Mapping):
-                continue
-            out.append(
-                Response(
-                    status=str(status),
-                    description=text(resp.get("description")),
-                    content=self._content(resp.get("content"), rdoc, where),
-                )
-            )
-        return tuple(out)
 
 
 def _normalise_key(label: str) -> str:
@@ -305,8 +230,9 @@ def load_document(
 
     A ``str`` is treated as a path unless it contains a newline or starts with
     ``{``; pass a :class:`pathlib.Path` to be explicit. External ``$ref`` files
-    are read only when ``allow_external_refs`` is true, and only from the
-    spec's folder (or ``base_dir``) and below.
+    are read only when ``allow_external_refs`` is true, only from the spec's
+    folder (or ``base_dir``) and below, relative to the file that refers to
+    them, and never over the network (see :mod:`scopegate.openapi.refs`).
     """
     bdir = Path(base_dir) if base_dir is not None else None
     if isinstance(source, Mapping):
@@ -332,10 +258,16 @@ def load_document(
     root = parse_file(path)
     if not isinstance(root, Mapping):
         raise SpecLoadError(f"{path.name}: top level must be a mapping")
+    folder = bdir if bdir is not None else path.parent
+    try:
+        root_key = path.resolve().relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        raise SpecLoadError(f"{path.name}: the spec must be inside base_dir {str(folder)!r}") from None
     return SpecDocument(
         root,
         name=name or path.name,
-        base_dir=bdir if bdir is not None else path.parent,
+        base_dir=folder,
+        root_key=root_key,
         allow_external_refs=allow_external_refs,
         recursion_depth=recursion_depth,
     )
@@ -346,6 +278,8 @@ def load_spec(
     *,
     allow_external_refs: bool = False,
     recursion_depth: int = 1,
+    with_responses: bool = False,
 ) -> Spec:
     """Load and resolve every operation. Prefer :func:`load_document` + selection for big specs."""
-    return load_document(source, allow_external_refs=allow_external_refs, recursion_depth=recursion_depth).spec()
+    doc = load_document(source, allow_external_refs=allow_external_refs, recursion_depth=recursion_depth)
+    return doc.spec(with_responses=with_responses)

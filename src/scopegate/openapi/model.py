@@ -6,10 +6,10 @@ dataclasses. Swagger 2.0, OpenAPI 3.0 and 3.1 all load into the same model.
 Conventions (stable; the runtime toolset relies on them):
 
 * Schemas (``Parameter.schema``, ``MediaType.schema``, ...) are plain JSON
-  dicts with every ``$ref`` resolved. A recursive schema is expanded to a
-  bounded depth, then replaced by ``{"type": "object", "description":
-  "<recursive: Name> ..."}``. Resolved sub-schemas may be *shared* between
-  operations: treat every schema dict as read-only (copy before changing).
+  dicts (JSON Schema 2020-12) with every ``$ref`` resolved, except that a
+  recursion is a back-edge ``{"$ref": "#/$defs/Name"}`` into the schema's own
+  top-level ``$defs``. Resolved sub-schemas are *shared* between operations:
+  treat every schema dict as read-only (copy before changing).
 * ``Operation.method`` is upper case (``"GET"``); ``Operation.path`` is the
   templated path exactly as in the spec (``"/repos/{owner}/{repo}"``).
 * ``Operation.servers`` are the *effective* servers (operation, else path,
@@ -31,9 +31,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from scopegate.errors import UnknownNameError
+
 Dialect = Literal["swagger2", "oas30", "oas31"]
 ParamLocation = Literal["path", "query", "header", "cookie"]
 ArgumentLocation = Literal["path", "query", "header", "cookie", "body_property", "body"]
+OmissionLocation = Literal["path", "query", "header", "cookie", "body_property", "body", "parameter"]
+OmissionReason = Literal[
+    "credential",
+    "reserved_header",
+    "read_only",
+    "forbidden_header",
+    "unresolvable_ref",
+    "unsupported_media_type",
+    "unsupported_parameter",
+    "undefined_security_scheme",
+]
+CARRIED_BY_RUNTIME: frozenset[str] = frozenset({"credential", "reserved_header", "read_only"})
+"""Omission reasons where nothing is lost: the runtime (or the server) supplies the input."""
 SecurityType = Literal["apiKey", "http", "oauth2", "openIdConnect", "mutualTLS"]
 
 JsonSchema = dict[str, Any]
@@ -87,6 +102,8 @@ class Parameter:
     allow_reserved: bool = False
     # OAS3 ``content`` parameters: the media type the value is serialised as.
     media_type: str | None = None
+    # ``allowEmptyValue`` (query only): without it an empty value may not be sent.
+    allow_empty_value: bool = False
 
     @property
     def key(self) -> tuple[ParamLocation, str]:
@@ -167,6 +184,8 @@ class OperationInfo:
     tags: tuple[str, ...] = ()
     summary: str = ""
     deprecated: bool = False
+    # Why the operation object itself could not be read (e.g. its ``$ref`` is unresolvable), else "".
+    problem: str = ""
 
     @property
     def key(self) -> str:
@@ -196,10 +215,13 @@ class Operation:
     # Path-level parameters merged in; the operation's own override by (location, name).
     parameters: tuple[Parameter, ...] = ()
     request_body: RequestBody | None = None
+    # Empty unless loaded with ``with_responses`` (nothing in translation or the runtime reads them).
     responses: tuple[Response, ...] = ()
     security: tuple[SecurityRequirement, ...] = ()
     servers: tuple[Server, ...] = ()
     deprecated: bool = False
+    # Inputs the loader could not carry (unresolvable refs, unknown locations): see OmittedInput.
+    omitted: tuple[OmittedInput, ...] = ()
 
     @property
     def key(self) -> str:
@@ -241,11 +263,11 @@ class Spec:
     description: str = ""
 
     def operation(self, label: str) -> Operation:
-        """Find an operation by operationId or ``"METHOD /path"``; KeyError if absent."""
+        """Find an operation by operationId or ``"METHOD /path"``; :class:`UnknownNameError` if absent."""
         for op in self.operations:
             if label in (op.operation_id, op.key):
                 return op
-        raise KeyError(label)
+        raise UnknownNameError("operation", label)
 
 
 # --------------------------------------------------------------------------
@@ -269,22 +291,46 @@ class ArgumentMap:
     location: ArgumentLocation
     original_name: str | None
     required: bool = False
+    # A secret-looking input that no security scheme covers: sent, but never logged or shown.
+    sensitive: bool = False
 
 
 @dataclass(frozen=True)
 class OmittedInput:
-    """A request input deliberately kept out of the declaration.
+    """A request input, or a construct of one, that the declaration does not carry.
 
-    ``reason`` is ``"credential"`` (auth parameter or credential-like field:
-    the runtime fills it from server-side state, never the model),
-    ``"reserved_header"`` (Accept, Content-Type... set by the runtime) or
-    ``"read_only"`` (a body property the server fills in).
+    Carried by the runtime or the server (nothing lost, see ``CARRIED_BY_RUNTIME``):
+
+    * ``credential``: the input a security scheme describes (API key parameter,
+      ``Authorization``); the runtime places it from server-side state;
+    * ``reserved_header``: ``Accept``, ``Content-Type``... set by the runtime;
+    * ``read_only``: a body property the server fills in.
+
+    Lost (listed in the inventory; ``strict`` translation fails on them):
+
+    * ``forbidden_header``: a header a model may never set (``Cookie``,
+      ``Host``, ``X-Forwarded-*``, an ``Authorization`` no scheme covers);
+    * ``unresolvable_ref``: the input's ``$ref`` (or one inside its schema)
+      cannot be resolved, or is not allowed (external, remote, outside the folder);
+    * ``unsupported_media_type``: no request-body media type the runtime can send
+      (multipart, binary, ...);
+    * ``unsupported_parameter``: a location or serialisation style the runtime
+      cannot produce;
+    * ``undefined_security_scheme``: the operation's security names a scheme the
+      spec does not define (nothing says where its credential goes; it is skipped).
+
+    ``detail`` says what exactly (the ref, the media types, the style).
     """
 
-    location: ArgumentLocation
+    location: OmissionLocation
     name: str
-    reason: Literal["credential", "reserved_header", "read_only"]
+    reason: OmissionReason
     required: bool = False
+    detail: str = ""
+
+    @property
+    def lost(self) -> bool:
+        return self.reason not in CARRIED_BY_RUNTIME
 
 
 @dataclass(frozen=True)
@@ -310,7 +356,7 @@ class ToolBinding:
         for arg in self.arguments:
             if arg.argument == name:
                 return arg
-        raise KeyError(name)
+        raise UnknownNameError("argument", name, [a.argument for a in self.arguments])
 
     def by_location(self, location: ArgumentLocation) -> tuple[ArgumentMap, ...]:
         return tuple(a for a in self.arguments if a.location == location)

@@ -1,7 +1,16 @@
-"""``$ref`` resolution and schema normalisation to JSON Schema 2020-12.
+"""Schema ``$ref`` resolution and normalisation to JSON Schema 2020-12, memoised.
 
-The resolver is lazy: nothing is resolved until an operation asks for it, and
-every acyclic ``$ref`` target is resolved once and then shared.
+Every reference target is resolved **once** per document and then shared (the
+result is a DAG of read-only dicts). A reference met again while its own
+target is still being resolved is a recursion: it becomes a back-edge
+``{"$ref": "#/$defs/<Name>"}`` and the target's resolved form is kept as a
+definition. A top-level result that uses definitions carries them under
+``$defs``, so it is a self-contained 2020-12 schema that any validator reads.
+Because a back-edge names a definition instead of depending on what is being
+resolved around it, every memoised result is valid in any context: shared
+and mutually recursive schemas (an "expandable field" web, where dozens of
+schemas point at each other through ``anyOf: [string, $ref]``) cost one
+resolution each instead of growing with the number of paths through them.
 
 Normalisation (so the runtime can validate with any 2020-12 validator):
 
@@ -18,22 +27,32 @@ Normalisation (so the runtime can validate with any 2020-12 validator):
   discriminator values of each variant, in order (from ``mapping`` or from
   the referenced schema's name).
 
-A recursive schema is expanded ``recursion_depth`` times, then replaced by
-:func:`recursive_placeholder`.
+How deep a recursive schema is shown to a model is the translator's choice
+(:mod:`scopegate.openapi.simplify`), not the resolver's.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from pathlib import Path
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 from scopegate.openapi.errors import RefError, SpecLoadError
+from scopegate.openapi.refs import Documents, RefKey, ref_name, unescape_pointer_token
 
-RefKey = tuple[str, str]  # (document key, JSON pointer fragment)
+__all__ = [
+    "DEFS_PREFIX",
+    "Resolver",
+    "canonical",
+    "def_name_of",
+    "recursive_placeholder",
+    "ref_name",
+    "unescape_pointer_token",
+]
 
+DEFS_PREFIX = "#/$defs/"
 _MAP_KEYWORDS = frozenset({"properties", "patternProperties", "dependentSchemas"})
 _LIST_KEYWORDS = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
 _SINGLE_KEYWORDS = frozenset(
@@ -55,166 +74,171 @@ _SINGLE_KEYWORDS = frozenset(
 _DROP_KEYWORDS = frozenset(
     {"example", "examples", "$defs", "definitions", "$recursiveAnchor", "$dynamicAnchor", "$anchor", "$id", "$schema"}
 )
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9_.-]+")
 MAX_NESTING = 256
-MAX_REF_HOPS = 64
+# A reference met this many references deep is resolved on its own, as a definition, instead of inline:
+# a web of N mutually referring schemas can be N deep, which no recursion limit should see.
+MAX_INLINE_REFS = 24
 
 
 def recursive_placeholder(name: str) -> dict[str, Any]:
-    """What replaces a recursive schema once the expansion depth is reached."""
+    """What a model is shown in place of a recursive schema once the expansion depth is reached."""
     return {
         "type": "object",
         "description": f"Recursive schema {name}: nested fields are not expanded here.",
     }
 
 
-def unescape_pointer_token(token: str) -> str:
-    """JSON-pointer token unescaping (RFC 6901), after URI percent-decoding."""
-    return unquote(token).replace("~1", "/").replace("~0", "~")
+def def_name_of(node: Any) -> str | None:
+    """``"Node"`` for a back-edge ``{"$ref": "#/$defs/Node"}``, else ``None``."""
+    if isinstance(node, Mapping):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(DEFS_PREFIX):
+            return unescape_pointer_token(ref[len(DEFS_PREFIX) :])
+    return None
 
 
-def ref_name(ref: str) -> str:
-    """Last pointer segment of a ref: ``#/components/schemas/Pet`` -> ``Pet``."""
-    fragment = ref.partition("#")[2]
-    tail = fragment.rsplit("/", 1)[-1] if fragment else ref.rsplit("/", 1)[-1]
-    return unescape_pointer_token(tail) or ref
+@dataclass
+class _Frame:
+    key: RefKey
+    raw: Any
+    needs: set[str] = field(default_factory=set)
+    recursive: bool = False
+    memoisable: bool = True
 
 
-def _lookup_pointer(doc: Any, fragment: str) -> Any:
-    if fragment in ("", "/"):
-        return doc
-    if not fragment.startswith("/"):
-        raise KeyError(f"not a JSON pointer: {fragment!r}")
-    node = doc
-    for raw in fragment[1:].split("/"):
-        token = unescape_pointer_token(raw)
-        if isinstance(node, Mapping):
-            if token in node:
-                node = node[token]
-            elif token.isdigit() and int(token) in node:  # YAML integer keys (e.g. responses 200)
-                node = node[int(token)]
-            else:
-                raise KeyError(token)
-        elif isinstance(node, list):
-            if not token.isdigit() or int(token) >= len(node):
-                raise KeyError(token)
-            node = node[int(token)]
-        else:
-            raise KeyError(token)
-    return node
+class ResolverStats:
+    """Work counters (for tests and benchmarks): refs resolved fresh, memo hits, nodes built, definitions."""
+
+    __slots__ = ("definitions", "memo_hits", "nodes", "resolved")
+
+    def __init__(self) -> None:
+        self.resolved = self.memo_hits = self.nodes = self.definitions = 0
+
+    def __repr__(self) -> str:
+        return f"ResolverStats(resolved={self.resolved}, memo_hits={self.memo_hits}, nodes={self.nodes})"
 
 
 class Resolver:
-    """Resolves refs of one spec document (and, if allowed, files next to it)."""
+    """Resolves and normalises the schemas of one spec (all its documents), memoised across calls."""
 
-    def __init__(
-        self,
-        root: Mapping[str, Any],
-        *,
-        base_dir: Path | None = None,
-        allow_external_refs: bool = False,
-        recursion_depth: int = 1,
-        parse_file: Callable[[Path], Any] | None = None,
-        node_budget: int = 2_000_000,
-    ) -> None:
-        if recursion_depth < 1:
-            raise ValueError("recursion_depth must be >= 1")
-        self._docs: dict[str, Any] = {"": root}
-        self._base_dir = base_dir.resolve() if base_dir is not None else None
-        self._allow_external = allow_external_refs
-        self._depth = recursion_depth
-        self._parse_file = parse_file
-        self._cache: dict[RefKey, Any] = {}
-        self._stack: list[RefKey] = []
-        self._raw_stack: list[Any] = []
-        self._cuts: list[set[RefKey]] = [set()]
+    def __init__(self, documents: Documents, *, node_budget: int = 2_000_000) -> None:
+        self.docs = documents
+        self._memo: dict[RefKey, tuple[Any, frozenset[str]]] = {}
+        self._defs: dict[str, Any] = {}
+        self._def_needs: dict[str, frozenset[str]] = {}
+        self._names: dict[RefKey, str] = {}
+        self._taken: set[str] = set()
+        self._frames: list[_Frame] = []
+        self._active: dict[RefKey, int] = {}
         self._budget = node_budget
-        self._where = ""
+        self._budget_left = node_budget
+        self._deferred: dict[str, tuple[RefKey, str]] = {}
+        self.stats = ResolverStats()
 
-    # ----------------------------------------------------------------- refs
-    def locate(self, ref: str, doc: str) -> RefKey:
-        """Turn a ``$ref`` string seen inside document ``doc`` into a key."""
-        file_part, _, fragment = ref.partition("#")
-        if not file_part:
-            return (doc, fragment)
-        return (self._external_doc(ref, file_part, doc), fragment)
-
-    def _external_doc(self, ref: str, file_part: str, doc: str) -> str:
-        if "://" in file_part or file_part.startswith("//"):
-            raise RefError(ref, "remote references are not allowed", where=self._where)
-        if not self._allow_external:
-            raise RefError(ref, "external references are disabled (allow_external_refs=False)", where=self._where)
-        if self._base_dir is None:
-            raise RefError(ref, "external references need a spec loaded from a file", where=self._where)
-        current_dir = self._base_dir / Path(doc).parent if doc else self._base_dir
-        target = (current_dir / unquote(file_part)).resolve()
-        try:
-            rel = target.relative_to(self._base_dir)
-        except ValueError:
-            raise RefError(ref, "only files next to the spec (same folder or below) may be referenced") from None
-        key = rel.as_posix()
-        if key not in self._docs:
-            if self._parse_file is None or not target.is_file():
-                raise RefError(ref, f"file {key!r} not found next to the spec", where=self._where)
-            try:
-                self._docs[key] = self._parse_file(target)
-            except SpecLoadError as exc:
-                raise RefError(ref, str(exc), where=self._where) from exc
-        return key
-
-    def lookup(self, key: RefKey, ref: str) -> Any:
-        try:
-            return _lookup_pointer(self._docs[key[0]], key[1])
-        except KeyError as exc:
-            raise RefError(ref, f"no such element {exc}", where=self._where) from None
-
-    def deref(self, node: Any, doc: str = "") -> tuple[Any, str]:
-        """Follow a chain of ``$ref`` for a non-schema object (parameter, response...).
-
-        Sibling keys of a ``$ref`` (3.1 ``summary``/``description``) override the target's.
-        Returns the object and the key of the document it lives in.
-        """
-        siblings: dict[str, Any] = {}
-        seen: set[RefKey] = set()
-        hops = 0
-        while isinstance(node, Mapping) and isinstance(node.get("$ref"), str):
-            ref = node["$ref"]
-            for k, v in node.items():
-                if k != "$ref":
-                    siblings.setdefault(k, v)
-            key = self.locate(ref, doc)
-            if key in seen or hops > MAX_REF_HOPS:
-                raise RefError(ref, "reference loop", where=self._where)
-            seen.add(key)
-            hops += 1
-            node = self.lookup(key, ref)
-            doc = key[0]
-        if siblings and isinstance(node, Mapping):
-            merged = dict(node)
-            merged.update(siblings)
-            return merged, doc
-        return node, doc
-
-    # -------------------------------------------------------------- schemas
+    # ------------------------------------------------------------ public
     def schema(self, node: Any, doc: str = "", *, where: str = "") -> Any:
-        """Resolve and normalise one schema. Raises :class:`RefError`."""
-        self._where = where
+        """Resolve and normalise one schema. Raises :class:`RefError` / :class:`SpecLoadError`.
+
+        The result is shared and read-only. When it uses recursive definitions
+        it has a ``$defs`` map (and may itself be ``{"$ref": ..., "$defs": ...}``).
+        """
+        self.docs.where = where
         self._budget_left = self._budget
-        return self._schema(node, doc, 0)
+        top = _Frame(key=("", "<top>"), raw=None)
+        self._frames = [top]
+        self._active = {}
+        journal_memo = len(self._memo)
+        journal_defs = set(self._defs)
+        try:
+            result = self._schema(node, doc, 0)
+            self._resolve_deferred()
+        except (RefError, SpecLoadError, RecursionError):
+            self._rollback(journal_memo, journal_defs)
+            self._deferred.clear()
+            raise
+        finally:
+            self._frames = []
+            self._active = {}
+        needs = self._closure(top.needs)
+        if not needs or not isinstance(result, Mapping):
+            return result
+        out = dict(result)
+        out["$defs"] = {name: self._defs[name] for name in sorted(needs)}
+        return out
+
+    def definition(self, name: str) -> Any:
+        return self._defs[name]
+
+    # ---------------------------------------------------------- internals
+    def _rollback(self, memo_size: int, defs_before: set[str]) -> None:
+        # Results memoised during a failed call may point at definitions that were never finished.
+        for key in list(self._memo)[memo_size:]:
+            del self._memo[key]
+        for name in set(self._defs) - defs_before:
+            del self._defs[name]
+            self._def_needs.pop(name, None)
+
+    def _resolve_deferred(self) -> None:
+        """Resolve, each from the top, the references that were met too deep to inline."""
+        while self._deferred:
+            name, (key, ref) = next(iter(self._deferred.items()))
+            del self._deferred[name]
+            if name in self._defs:
+                continue
+            memo = self._memo.get(key)
+            if memo is not None and def_name_of(memo[0]) != name:
+                body, needs = memo
+            else:
+                frame = _Frame(key=key, raw=None)
+                self._frames = [_Frame(key=("", "<deferred>"), raw=None), frame]
+                self._active = {key: 1}
+                frame.raw = self.docs.lookup(key, ref)
+                body = self._schema(frame.raw, key[0], 1)
+                needs = frozenset(frame.needs)
+                self.stats.resolved += 1
+            self._defs[name] = body
+            self._def_needs[name] = frozenset(needs) | ({name} if def_name_of(body) else frozenset())
+            self._memo[key] = ({"$ref": DEFS_PREFIX + _escape(name)}, frozenset({name}))
+            self.stats.definitions += 1
+
+    def _closure(self, needs: set[str]) -> set[str]:
+        out: set[str] = set()
+        todo = list(needs)
+        while todo:
+            name = todo.pop()
+            if name in out:
+                continue
+            out.add(name)
+            todo.extend(self._def_needs.get(name, ()))
+        return out
+
+    def _name_for(self, key: RefKey, ref: str) -> str:
+        name = self._names.get(key)
+        if name is None:
+            base = _NAME_CHARS.sub("_", ref_name(ref)).strip("_") or "schema"
+            name, n = base, 2
+            while name in self._taken:
+                name, n = f"{base}_{n}", n + 1
+            self._taken.add(name)
+            self._names[key] = name
+        return name
 
     def _tick(self) -> None:
+        self.stats.nodes += 1
         self._budget_left -= 1
         if self._budget_left < 0:
-            raise SpecLoadError(f"schema too large to resolve (more than {self._budget} nodes) in {self._where}")
+            raise SpecLoadError(f"schema too large to resolve (more than {self._budget} nodes) in {self.docs.where}")
 
     def _schema(self, node: Any, doc: str, level: int) -> Any:
         if not isinstance(node, Mapping):
             return node
         if level > MAX_NESTING:
-            raise SpecLoadError(f"schema nested more than {MAX_NESTING} levels in {self._where}")
+            raise SpecLoadError(f"schema nested more than {MAX_NESTING} levels in {self.docs.where}")
         self._tick()
         ref = node.get("$ref")
         if isinstance(ref, str):
-            return self._with_siblings(self._ref(self.locate(ref, doc), ref, level), node, doc, level, "$ref")
+            return self._with_siblings(self._ref(self.docs.locate(ref, doc), ref, level), node, doc, level, "$ref")
         for dyn in ("$recursiveRef", "$dynamicRef"):
             if isinstance(node.get(dyn), str):
                 key = self._dynamic_target(node[dyn], doc)
@@ -234,36 +258,68 @@ class Resolver:
 
     def _dynamic_target(self, ref: str, doc: str) -> RefKey:
         # Nearest enclosing named schema that declares a recursive/dynamic anchor, else the nearest one.
-        for key, raw in zip(reversed(self._stack), reversed(self._raw_stack), strict=True):
+        frames = self._frames[1:]
+        chosen: int | None = None
+        for i in range(len(frames) - 1, -1, -1):
+            raw = frames[i].raw
             if isinstance(raw, Mapping) and (raw.get("$recursiveAnchor") or raw.get("$dynamicAnchor")):
-                return key
-        if self._stack:
-            return self._stack[-1]
+                chosen = i
+                break
+        if chosen is None and frames:
+            chosen = len(frames) - 1
+        if chosen is not None:
+            # What this resolves to depends on the frames around it: do not memoise the frames above.
+            for frame in frames[chosen + 1 :]:
+                frame.memoisable = False
+            return frames[chosen].key
         if ref.startswith("#"):
             return (doc, ref[1:])
-        raise RefError(ref, "dynamic reference outside any named schema", where=self._where)
+        raise RefError(ref, "dynamic reference outside any named schema", where=self.docs.where)
 
     def _ref(self, key: RefKey, ref: str, level: int) -> Any:
-        cached = self._cache.get(key, _MISSING)
-        if cached is not _MISSING:
-            return cached
-        if self._stack.count(key) >= self._depth:
-            self._cuts[-1].add(key)
-            return recursive_placeholder(ref_name(ref))
-        target = self.lookup(key, ref)
-        outer = set(self._stack)
-        self._stack.append(key)
-        self._raw_stack.append(target)
-        self._cuts.append(set())
+        current = self._frames[-1]
+        memo = self._memo.get(key)
+        if memo is not None:
+            self.stats.memo_hits += 1
+            current.needs |= memo[1]
+            return memo[0]
+        index = self._active.get(key)
+        if index is not None:  # recursion: a back-edge to a definition
+            frame = self._frames[index]
+            frame.recursive = True
+            name = self._name_for(key, ref)
+            current.needs.add(name)
+            return {"$ref": DEFS_PREFIX + _escape(name)}
+        if len(self._frames) > MAX_INLINE_REFS:  # too deep to inline: a definition, resolved later
+            name = self._name_for(key, ref)
+            if name not in self._defs:
+                self._deferred.setdefault(name, (key, ref))
+            current.needs.add(name)
+            return {"$ref": DEFS_PREFIX + _escape(name)}
+        target = self.docs.lookup(key, ref)
+        frame = _Frame(key=key, raw=target)
+        self._frames.append(frame)
+        self._active[key] = len(self._frames) - 1
         try:
-            result = self._schema(target, key[0], level + 1)
+            body = self._schema(target, key[0], level + 1)
         finally:
-            self._stack.pop()
-            self._raw_stack.pop()
-            cuts = self._cuts.pop()
-        self._cuts[-1] |= cuts
-        if key not in outer and not (cuts & outer):
-            self._cache[key] = result
+            self._frames.pop()
+            del self._active[key]
+        self.stats.resolved += 1
+        if frame.recursive and def_name_of(body) is not None and len(body) == 1:
+            raise RefError(ref, "reference loop (the schema is only a reference to itself)", where=self.docs.where)
+        if frame.recursive:
+            name = self._name_for(key, ref)
+            self._defs[name] = body
+            self._def_needs[name] = frozenset(frame.needs)
+            self.stats.definitions += 1
+            result: Any = {"$ref": DEFS_PREFIX + _escape(name)}
+            needs = frozenset({name})
+        else:
+            result, needs = body, frozenset(frame.needs)
+        if frame.memoisable:
+            self._memo[key] = (result, needs)
+        current.needs |= needs
         return result
 
     def _body(self, node: Mapping[str, Any], doc: str, level: int) -> dict[str, Any]:
@@ -278,8 +334,13 @@ class Resolver:
             if k in _DROP_KEYWORDS:
                 continue
             if k in _MAP_KEYWORDS:
+                map_doc = doc
+                if isinstance(value, Mapping) and len(value) == 1 and isinstance(value.get("$ref"), str):
+                    # The map itself given by a $ref (DigitalOcean: `properties: {$ref: 'attributes.yml#/…'}`).
+                    # A property *named* "$ref" has a schema as its value, never a string.
+                    value, map_doc = self.docs.deref(value, doc)
                 if isinstance(value, Mapping):
-                    out[k] = {str(pk): self._schema(pv, doc, level + 1) for pk, pv in value.items()}
+                    out[k] = {str(pk): self._schema(pv, map_doc, level + 1) for pk, pv in value.items()}
             elif k in _LIST_KEYWORDS:
                 if isinstance(value, list):
                     out[k] = [self._schema(v, doc, level + 1) for v in value]
@@ -309,6 +370,7 @@ class Resolver:
         variants = node.get("oneOf") if isinstance(node.get("oneOf"), list) else node.get("anyOf")
         if not isinstance(variants, list):
             return result
+        targets = {tag: self._safe_locate(target, doc) for tag, target in result.get("mapping", {}).items()}
         tags: list[list[str]] = []
         for variant in variants:
             vref = variant.get("$ref") if isinstance(variant, Mapping) else None
@@ -319,22 +381,23 @@ class Resolver:
             found = [
                 tag
                 for tag, target in result.get("mapping", {}).items()
-                if target == vref or target == ref_name(vref) or (vkey and self._safe_locate(target, doc) == vkey)
+                if target == vref or target == ref_name(vref) or (vkey is not None and targets[tag] == vkey)
             ]
             tags.append(found or [ref_name(vref)])
         result["x-variant-tags"] = tags
         return result
 
     def _safe_locate(self, ref: str, doc: str) -> RefKey | None:
-        if "#" not in ref:
-            return None
+        if "#" not in ref and "/" not in ref and "." not in ref:
+            return None  # a bare schema name in a discriminator mapping
         try:
-            return self.locate(ref, doc)
+            return self.docs.locate(ref, doc)
         except RefError:
             return None
 
 
-_MISSING = object()
+def _escape(name: str) -> str:
+    return name.replace("~", "~0").replace("/", "~1")
 
 
 def _normalise_keywords(out: dict[str, Any], nullable: bool) -> None:

@@ -184,7 +184,14 @@ def select_operations(infos: Sequence[OperationInfo], selection: Selection) -> t
     if missing:
         candidates = list(by_id) + list(by_key)
         suggestions = {m: difflib.get_close_matches(m, candidates, n=3, cutoff=0.6) for m in missing}
-        raise MissingOperationsError(missing, {k: v for k, v in suggestions.items() if v})
+        unreadable = [i for i in infos if i.problem]
+        note = (
+            f"{len(unreadable)} operation(s) could not be read, so their operationIds are unknown; "
+            f"the first: {unreadable[0].key}: {unreadable[0].problem}"
+            if unreadable
+            else ""
+        )
+        raise MissingOperationsError(missing, {k: v for k, v in suggestions.items() if v}, note)
     if problems:
         raise SelectionError("invalid allowlist:\n" + "\n".join(f"  - {p}" for p in problems))
 

@@ -16,9 +16,16 @@ Changed:
   discriminator property becomes an explicit ``enum`` of the variant tags;
   ``required`` is what every variant requires. The original schema is kept in
   the tool binding for validating the rebuilt request at run time;
+* ``oneOf``/``anyOf`` members that only constrain (``{required: [a]}``) are a note
+  ("At least one of: a | b"), not variants; a variant that is itself a union
+  stands for each of its members;
+* a back-edge ``{"$ref": "#/$defs/X"}`` is followed up to ``recursion_depth``
+  times on one path, then becomes a "Recursive schema X" placeholder;
 * ``null`` variants and ``"null"`` types are dropped (omit the argument instead);
 * ``const`` becomes a one-value ``enum``;
-* beyond ``max_depth`` an object/array keeps only its type and description.
+* beyond ``max_depth`` an object/array keeps only its type and description; a run
+  stops with :class:`_SchemaTooLarge` past ``node_budget`` nodes or ``char_budget``
+  characters of description (the translator then retries shallower).
 
 Dropped: examples, ``title``, ``readOnly`` properties (request side), ``x-*``,
 ``not``/``if``/``then``/``else``, ``discriminator``, ``xml``, ``externalDocs``,
@@ -28,37 +35,52 @@ Dropped: examples, ``title``, ``readOnly`` properties (request side), ``x-*``,
 from __future__ import annotations
 
 import json
-import re
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from scopegate.openapi.resolver import def_name_of, recursive_placeholder
+from scopegate.openapi.text import bound_text
+
+__all__ = [
+    "Simplifier",
+    "SimplifyOptions",
+    "bound_text",
+    "deref",
+    "is_null_schema",
+    "is_read_only",
+    "merge_all_of",
+    "top_properties",
+]
 
 _COUNT_KEYS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "object", "array", "null"})
 _MAX_DEFAULT_CHARS = 200
-_WS = re.compile(r"[ \t]+")
-_BLANK_LINES = re.compile(r"\n\s*\n\s*\n+")
-_SPACED_NEWLINE = re.compile(r" *\n *")
-# Markdown links cost context on every turn and give the model nothing to call with: keep the text.
-_MD_LINK = re.compile(r"\[([^\]\n]{1,200})\]\((?:[^()\s]|\([^()\s]*\))+\)")
 
 
-def bound_text(text: str, limit: int) -> str:
-    """Reduce Markdown links to their text, normalise whitespace, cut at ``limit`` on a word boundary.
+def _marker(simple: Any) -> str:
+    """Identity of a simplified schema for de-duplication (the simplifier builds keys in a fixed order)."""
+    return repr(simple)
 
-    A cut is marked with an ellipsis.
+
+class _SchemaTooLarge(Exception):
+    """The simplified schema would exceed the node budget; control flow between this module and
+    :mod:`scopegate.openapi.translate`, which retries shallower (never reaches application code)."""
+
+
+def deref(schema: Any, defs: Mapping[str, Any] | None) -> Any:
+    """``schema`` with a top-level back-edge ``{"$ref": "#/$defs/X"}`` replaced by the definition.
+
+    Sibling keys of the ``$ref`` override the definition's. Anything else is returned as is.
     """
-    text = _MD_LINK.sub(r"\1", text)
-    text = _WS.sub(" ", text.replace("\r\n", "\n"))
-    text = _BLANK_LINES.sub("\n\n", _SPACED_NEWLINE.sub("\n", text)).strip()
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return text[:limit]
-    cut = text[: limit - 1]
-    space = max(cut.rfind(" "), cut.rfind("\n"))
-    if space > limit * 0.6:
-        cut = cut[:space]
-    return cut.rstrip() + "…"
+    name = def_name_of(schema)
+    if name is None or not defs or name not in defs:
+        return schema
+    target = defs[name]
+    if len(schema) == 1 or not isinstance(target, dict):
+        return target
+    return {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,12 @@ class SimplifyOptions:
     max_description: int = 300
     max_depth: int = 8
     request: bool = True  # drop readOnly properties
+    # How many times one recursive definition is expanded on a path before a placeholder.
+    recursion_depth: int = 1
+    # Schema nodes one run may visit, and characters of description it may produce, before
+    # _SchemaTooLarge (None: no bound).
+    node_budget: int | None = None
+    char_budget: int | None = None
 
 
 def _is_number(value: Any) -> bool:
@@ -84,8 +112,13 @@ def _is_object(schema: dict[str, Any]) -> bool:
     return t == "object" or (t is None and isinstance(schema.get("properties"), dict))
 
 
-def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
-    """Merge ``allOf`` parts into one schema (outer keys win for scalars)."""
+def merge_all_of(schema: dict[str, Any], defs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Merge ``allOf`` parts into one schema (outer keys win for scalars).
+
+    A property declared by several parts becomes ``{"allOf": [first, second]}``,
+    so an override (``readOnly: true`` for one property) is kept. Parts that
+    are back-edges into ``defs`` are followed.
+    """
     parts = schema.get("allOf")
     if not isinstance(parts, list):
         return schema
@@ -93,9 +126,10 @@ def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
     props: dict[str, Any] = dict(out.get("properties") or {})
     required: list[str] = list(out.get("required") or [])
     for raw in parts:
+        raw = deref(raw, defs)
         if not isinstance(raw, dict):
             continue
-        part = merge_all_of(raw)
+        part = merge_all_of(raw, defs)
         for name, sub in (part.get("properties") or {}).items():
             if name in props and isinstance(props[name], dict) and isinstance(sub, dict) and props[name] != sub:
                 props[name] = {"allOf": [props[name], sub]}
@@ -117,27 +151,97 @@ def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def top_properties(schema: Any, defs: Mapping[str, Any] | None = None, _depth: int = 0) -> dict[str, list[Any]]:
+    """Every top-level property an object schema can have (``allOf`` merged, union variants included).
+
+    Maps each name to the sub-schemas that declare it.
+    """
+    body = deref(schema, defs)
+    if not isinstance(body, dict) or _depth > 16:
+        return {}
+    merged = merge_all_of(body, defs)
+    out: dict[str, list[Any]] = {}
+    for name, sub in (merged.get("properties") or {}).items():
+        out.setdefault(str(name), []).append(sub)
+    for key in ("oneOf", "anyOf"):
+        for variant in merged.get(key) or []:
+            for name, subs in top_properties(variant, defs, _depth + 1).items():
+                out.setdefault(name, []).extend(subs)
+    return out
+
+
+_CONSTRAINT_KEYS = frozenset(
+    {"required", "title", "description", "not", "minProperties", "maxProperties", "dependentRequired"}
+)
+
+
+def _constraint_only(schema: Any) -> bool:
+    """A union member that only constrains (``{required: [a]}``) and declares no shape of its own."""
+    return isinstance(schema, dict) and bool(schema) and set(schema) <= _CONSTRAINT_KEYS
+
+
+def is_read_only(schema: Any, defs: Mapping[str, Any] | None = None) -> bool:
+    """``readOnly: true`` on the schema, or on any part of its ``allOf`` (an override)."""
+    schema = deref(schema, defs)
+    if not isinstance(schema, dict):
+        return False
+    if schema.get("readOnly") is True:
+        return True
+    parts = schema.get("allOf")
+    return isinstance(parts, list) and any(is_read_only(p, defs) for p in parts)
+
+
 class Simplifier:
-    """Stateless apart from its options; one instance can serve many schemas."""
+    """One instance serves many schemas; :meth:`run` keeps per-run state (definitions, recursion, budget)."""
 
     def __init__(self, options: SimplifyOptions | None = None) -> None:
         self.options = options or SimplifyOptions()
+        self._defs: Mapping[str, Any] = {}
+        self._expanding: Counter[str] = Counter()
+        self._nodes = 0
+        self._chars = 0
 
     def describe(self, text: str) -> str:
         return bound_text(text, self.options.max_description)
 
-    def run(self, schema: Any, depth: int = 0) -> dict[str, Any]:
+    def run(self, schema: Any, depth: int = 0, *, defs: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Simplify ``schema``; back-edges are looked up in ``defs`` or the schema's own ``$defs``."""
+        own = schema.get("$defs") if isinstance(schema, dict) else None
+        self._defs = defs if defs is not None else (own if isinstance(own, Mapping) else {})
+        self._expanding = Counter()
+        self._nodes = 0
+        self._chars = 0
         return self._node(schema, depth)
 
     # ------------------------------------------------------------------
     def _node(self, schema: Any, depth: int) -> dict[str, Any]:
         if not isinstance(schema, dict):
             return {}
-        s = merge_all_of(schema)
+        self._nodes += 1
+        budget = self.options.node_budget
+        if budget is not None and self._nodes > budget:
+            raise _SchemaTooLarge(f"more than {budget} schema nodes")
+        self._spend(12)  # a key, a type: the least a node costs in the declaration
+        name = def_name_of(schema)
+        if name is not None:
+            if self._expanding[name] >= self.options.recursion_depth or name not in self._defs:
+                return self._plain(recursive_placeholder(name), depth)
+            self._expanding[name] += 1
+            try:
+                return self._node(deref(schema, self._defs), depth)
+            finally:
+                self._expanding[name] -= 1
+        s = merge_all_of(schema, self._defs)
         for key in ("oneOf", "anyOf"):
             if isinstance(s.get(key), list):
                 return self._union(s, key, depth)
         return self._plain(s, depth)
+
+    def _spend(self, chars: int) -> None:
+        self._chars += chars
+        budget = self.options.char_budget
+        if budget is not None and self._chars > budget:
+            raise _SchemaTooLarge(f"more than {budget} characters of descriptions")
 
     def _types(self, s: dict[str, Any]) -> str | list[str] | None:
         t = s.get("type")
@@ -174,6 +278,7 @@ class Simplifier:
             desc = ("Deprecated. " + desc).strip()
         if desc:
             out["description"] = self.describe(desc)
+            self._spend(len(out["description"]))
         enum = s.get("enum")
         if "const" in s and s["const"] is not None:
             enum = [s["const"]]
@@ -253,7 +358,7 @@ class Simplifier:
             return {}, []
         props: dict[str, Any] = {}
         for name, sub in raw.items():
-            if self.options.request and isinstance(sub, dict) and sub.get("readOnly") is True:
+            if self.options.request and is_read_only(sub, self._defs):
                 continue
             if sub is False:
                 continue
@@ -263,28 +368,69 @@ class Simplifier:
         return props, list(dict.fromkeys(required))
 
     def _union(self, s: dict[str, Any], key: str, depth: int) -> dict[str, Any]:
-        raw_variants = s[key]
         base = {k: v for k, v in s.items() if k not in ("oneOf", "anyOf", "discriminator")}
-        variants = [merge_all_of(v) for v in raw_variants if isinstance(v, dict) and not is_null_schema(v)]
-        if not variants:
+        raw_variants = [v for v in s[key] if isinstance(v, dict) and not is_null_schema(deref(v, self._defs))]
+        constraints = [deref(v, self._defs) for v in raw_variants if _constraint_only(deref(v, self._defs))]
+        raw_variants = [v for v in raw_variants if not _constraint_only(deref(v, self._defs))]
+        if constraints and not raw_variants:
+            # anyOf/oneOf of bare `required` lists: "at least one of a, b" on one object, not a union.
+            groups = [", ".join(c.get("required") or []) for c in constraints if c.get("required")]
+            if groups:
+                word = "At least one of" if key == "anyOf" else "Exactly one of"
+                note = f"{word}: {' | '.join(groups)}."
+                base = {**base, "description": f"{base.get('description', '')} {note}".strip()}
+            other = {k: v for k, v in s.items() if k != key}
+            return self._node(other | {"description": base.get("description", "")} if groups else other, depth)
+        if not raw_variants:
             return self._plain(base, depth)
-        if len(variants) == 1:
-            merged = {**base, **variants[0]}
-            if isinstance(base.get("description"), str) and base["description"]:
-                merged["description"] = base["description"]
+        if len(raw_variants) == 1:
+            only = raw_variants[0]
+            if def_name_of(only) is not None and not base:
+                return self._node(only, depth)
+            # One real variant: it and the rest of the schema both apply (their properties add up).
+            merged = merge_all_of({**base, "allOf": [deref(only, self._defs)]}, self._defs)
             return self._node(merged, depth)
+        variants = [x for v in self._variants(raw_variants) for x in self._expand(v)]
         if all(_is_object(v) for v in variants) and (not base.get("type") or base.get("type") == "object"):
             return self._object_union(base, variants, s.get("discriminator"), depth)
         options: list[dict[str, Any]] = []
         seen: set[str] = set()
-        for v in variants:
+        for v in raw_variants:
             simple = self._node(v, depth)
-            marker = json.dumps(simple, sort_keys=True, default=str)
+            marker = _marker(simple)
             if marker not in seen:
                 seen.add(marker)
                 options.append(simple)
         desc = base.get("description")
         return self._any_of(options, desc if isinstance(desc, str) else "")
+
+    def _expand(self, variant: Any, level: int = 0) -> list[dict[str, Any]]:
+        """A variant with its own oneOf/anyOf (no discriminator) stands for each of its members."""
+        v = merge_all_of(variant, self._defs) if isinstance(variant, dict) else {}
+        for key in ("oneOf", "anyOf"):
+            subs = v.get(key)
+            if not isinstance(subs, list) or v.get("discriminator") or level >= 4:
+                continue
+            base = {k: x for k, x in v.items() if k not in ("oneOf", "anyOf")}
+            out: list[dict[str, Any]] = []
+            for sub in self._variants(subs):
+                if not isinstance(sub, dict) or is_null_schema(sub) or _constraint_only(sub):
+                    continue
+                outer = {k: x for k, x in base.items() if not (k == "type" and "type" in sub)}
+                out.extend(self._expand(merge_all_of({**outer, "allOf": [sub]}, self._defs), level + 1))
+            return out or [base]
+        return [v]
+
+    def _variants(self, raw: list[Any]) -> list[Any]:
+        """Union members with back-edges followed (an object union needs their properties)."""
+        out: list[Any] = []
+        for v in raw:
+            name = def_name_of(v)
+            if name is not None and (self._expanding[name] >= self.options.recursion_depth or name not in self._defs):
+                out.append(recursive_placeholder(name))
+            else:
+                out.append(deref(v, self._defs))
+        return out
 
     def _any_of(self, options: list[dict[str, Any]], desc: str) -> dict[str, Any]:
         """Combine simplified alternatives: flatten nested anyOf, dedupe, collapse trivial cases."""
@@ -293,7 +439,7 @@ class Simplifier:
         for option in options:
             parts = option["anyOf"] if set(option) <= {"anyOf", "description"} and "anyOf" in option else [option]
             for part in parts:
-                marker = json.dumps(part, sort_keys=True, default=str)
+                marker = _marker(part)
                 if marker not in seen:
                     seen.add(marker)
                     flat.append(part)
@@ -306,7 +452,7 @@ class Simplifier:
             out["type"] = [o["type"] for o in flat]
             return out
         scalar = {"string", "integer", "number", "boolean"}
-        types = {o.get("type") for o in flat}
+        types = {o.get("type") if isinstance(o.get("type"), str) else None for o in flat}
         if (
             len(types) == 1
             and next(iter(types)) in scalar
@@ -362,7 +508,7 @@ class Simplifier:
             if name in props:
                 continue
             first_desc = next((x["description"] for x in subs if isinstance(x.get("description"), str)), "")
-            distinct = {json.dumps(x, sort_keys=True, default=str): x for x in subs}
+            distinct = {_marker(x): x for x in subs}
             if len(distinct) == 1:
                 props[name] = subs[0]
             else:

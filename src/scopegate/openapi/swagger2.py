@@ -7,7 +7,8 @@
   else ``application/x-www-form-urlencoded`` by default);
 * ``collectionFormat`` -> ``style``/``explode`` (csv -> form/simple without
   explode, multi -> form with explode, ssv -> spaceDelimited, pipes ->
-  pipeDelimited, tsv -> ``tabDelimited``, which is not an OAS 3 style);
+  pipeDelimited, tsv -> ``tabDelimited``, which is not an OAS 3 style); for
+  ``formData`` arrays the same goes into the form body's ``encoding`` map;
 * ``securityDefinitions`` -> security schemes (``basic`` -> ``http``/``basic``;
   oauth2 ``flow`` -> OAS 3 ``flows``).
 """
@@ -15,14 +16,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from scopegate.openapi.fields import security_requirements, text
+from scopegate.openapi.build import BuildContext, RawOperation, assemble
+from scopegate.openapi.errors import RefError
+from scopegate.openapi.fields import text
 from scopegate.openapi.model import (
     FORM_URLENCODED,
     JSON_MEDIA,
     MULTIPART_FORM,
     MediaType,
+    OmittedInput,
     Operation,
     OperationInfo,
     Parameter,
@@ -33,10 +37,7 @@ from scopegate.openapi.model import (
     Server,
 )
 
-if TYPE_CHECKING:
-    from scopegate.openapi.loader import SpecDocument
-
-_SCHEMA_KEYS = (
+PARAM_SCHEMA_KEYS = (  # the JSON Schema fields a Swagger 2.0 parameter carries itself
     "type",
     "format",
     "items",
@@ -111,7 +112,7 @@ def security_schemes(raw: Any) -> dict[str, SecurityScheme]:
 
 
 def _param_schema(p: Mapping[str, Any]) -> dict[str, Any]:
-    schema: dict[str, Any] = {k: p[k] for k in _SCHEMA_KEYS if k in p}
+    schema: dict[str, Any] = {k: p[k] for k in PARAM_SCHEMA_KEYS if k in p}
     items = schema.get("items")
     if isinstance(items, Mapping):
         schema["items"] = _param_schema(items)
@@ -133,42 +134,50 @@ def _media_types(op: Mapping[str, Any], root: Mapping[str, Any], key: str) -> li
     return [str(v) for v in value] if isinstance(value, list) and value else []
 
 
-def build_operation(doc: SpecDocument, info: OperationInfo) -> Operation:
-    root = doc.root
-    item, idoc = doc.resolver.deref(root["paths"][info.path])
-    op = item[info.method.lower()]
-    where = info.label
+_LOCATIONS = frozenset({"path", "query", "header", "body", "formData"})
+
+
+def build_operation(ctx: BuildContext, info: OperationInfo, raw: RawOperation) -> Operation:
+    item, idoc, op, odoc = raw.item, raw.item_doc, raw.op, raw.op_doc
+    root = ctx.root
     merged: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
-    for raw_list in (item.get("parameters"), op.get("parameters")):
-        if not isinstance(raw_list, list):
-            continue
-        for entry in raw_list:
-            p, pdoc = doc.resolver.deref(entry, idoc)
-            if isinstance(p, Mapping) and isinstance(p.get("name"), str) and isinstance(p.get("in"), str):
+    for raw_list, ldoc in ((item.get("parameters"), idoc), (op.get("parameters"), odoc)):
+        for p, pdoc in ctx.parameter_objects(raw_list, ldoc):
+            if isinstance(p.get("in"), str):
                 merged[(p["in"], p["name"])] = (p, pdoc)
 
     params: list[Parameter] = []
     body_param: tuple[Mapping[str, Any], str] | None = None
     form: list[tuple[Mapping[str, Any], str]] = []
-    for (location, _), (p, pdoc) in merged.items():
-        if location == "body":
+    for (location, name), (p, pdoc) in merged.items():
+        required = location == "path" or p.get("required") is True
+        if location not in _LOCATIONS:
+            ctx.omitted.append(
+                OmittedInput("parameter", name, "unsupported_parameter", required, f"location {location!r}")
+            )
+        elif location == "body":
             body_param = (p, pdoc)
         elif location == "formData":
             form.append((p, pdoc))
-        elif location in ("path", "query", "header"):
+        else:
             loc = cast(ParamLocation, location)
             style, explode = _style(location, p)
-            schema = doc.schema(_param_schema(p), pdoc, where)
+            try:
+                schema = ctx.schema(_param_schema(p), pdoc)
+            except RefError as exc:
+                ctx.omit(loc, name, exc, required=required)
+                continue
             params.append(
                 Parameter(
-                    name=p["name"],
+                    name=name,
                     location=loc,
-                    required=True if loc == "path" else p.get("required") is True,
+                    required=required,
                     schema=schema,
                     description=text(p.get("description")),
                     style=style,
                     explode=explode,
                     allow_reserved=False,
+                    allow_empty_value=p.get("allowEmptyValue") is True,
                 )
             )
 
@@ -176,64 +185,82 @@ def build_operation(doc: SpecDocument, info: OperationInfo) -> Operation:
     body: RequestBody | None = None
     if body_param is not None:
         p, pdoc = body_param
-        schema = doc.schema(p.get("schema", {}), pdoc, where)
-        types = [t for t in consumes if t not in (FORM_URLENCODED, MULTIPART_FORM)] or [JSON_MEDIA]
-        body = RequestBody(
-            required=p.get("required") is True,
-            content=tuple(MediaType(t, schema) for t in types),
-            description=text(p.get("description")),
-        )
-    elif form:
-        props: dict[str, Any] = {}
-        required: list[str] = []
-        has_file = False
-        for p, pdoc in form:
-            schema = doc.schema(_param_schema(p), pdoc, where)
-            if p.get("type") == "file":
-                has_file = True
-            desc = text(p.get("description"))
-            if desc:
-                schema = {**schema, "description": desc}
-            props[p["name"]] = schema
-            if p.get("required") is True:
-                required.append(p["name"])
-        obj: dict[str, Any] = {"type": "object", "properties": props}
-        if required:
-            obj["required"] = required
-        if has_file:
-            types = [MULTIPART_FORM]
+        required = p.get("required") is True
+        try:
+            schema = ctx.schema(p.get("schema", {}), pdoc)
+        except RefError as exc:
+            ctx.omit("body", "body", exc, required=required)
         else:
-            types = [t for t in consumes if t in (FORM_URLENCODED, MULTIPART_FORM)] or [FORM_URLENCODED]
-        body = RequestBody(required=bool(required), content=tuple(MediaType(t, obj) for t in types))
+            types = [t for t in consumes if t not in (FORM_URLENCODED, MULTIPART_FORM)] or [JSON_MEDIA]
+            body = RequestBody(
+                required=required,
+                content=tuple(MediaType(t, schema) for t in types),
+                description=text(p.get("description")),
+            )
+    elif form:
+        body = _form_body(ctx, form, consumes)
 
-    produces = _media_types(op, root, "produces") or [JSON_MEDIA]
+    responses = _responses(ctx, op, odoc) if ctx.with_responses else ()
+    return assemble(
+        ctx,
+        info,
+        op,
+        texts=(text(op.get("summary")), text(op.get("description"))),
+        parameters=params,
+        request_body=body,
+        responses=responses,
+        servers=ctx.servers,
+    )
+
+
+def _form_body(ctx: BuildContext, form: list[tuple[Mapping[str, Any], str]], consumes: list[str]) -> RequestBody:
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    encoding: dict[str, dict[str, Any]] = {}
+    has_file = False
+    for p, pdoc in form:
+        name = p["name"]
+        try:
+            schema = ctx.schema(_param_schema(p), pdoc)
+        except RefError as exc:
+            ctx.omit("body_property", name, exc, required=p.get("required") is True)
+            continue
+        if p.get("type") == "file":
+            has_file = True
+        desc = text(p.get("description"))
+        if desc:
+            schema = {**schema, "description": desc}
+        props[name] = schema
+        if p.get("required") is True:
+            required.append(name)
+        if p.get("type") == "array":
+            style, explode = _COLLECTION_STYLE.get(str(p.get("collectionFormat", "csv")), ("form", False))
+            encoding[name] = {"style": style, "explode": explode}
+    obj: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        obj["required"] = required
+    if has_file:
+        types = [MULTIPART_FORM]
+    else:
+        types = [t for t in consumes if t in (FORM_URLENCODED, MULTIPART_FORM)] or [FORM_URLENCODED]
+    return RequestBody(required=bool(required), content=tuple(MediaType(t, obj, encoding) for t in types))
+
+
+def _responses(ctx: BuildContext, op: Mapping[str, Any], doc: str) -> tuple[Response, ...]:
+    produces = _media_types(op, ctx.root, "produces") or [JSON_MEDIA]
     responses: list[Response] = []
     raw_responses = op.get("responses")
-    if isinstance(raw_responses, Mapping):
-        for status, entry in raw_responses.items():
-            if isinstance(status, str) and status.startswith("x-"):
-                continue
-            resp, rdoc = doc.resolver.deref(entry, idoc)
-            if not isinstance(resp, Mapping):
-                continue
-            content: tuple[MediaType, ...] = ()
-            if "schema" in resp:
-                rschema = doc.schema(resp["schema"], rdoc, where)
-                content = tuple(MediaType(t, rschema) for t in produces)
-            responses.append(Response(status=str(status), description=text(resp.get("description")), content=content))
-
-    security = security_requirements(op["security"]) if "security" in op else doc.security
-    return Operation(
-        operation_id=info.operation_id,
-        method=info.method,
-        path=info.path,
-        summary=text(op.get("summary")),
-        description=text(op.get("description")),
-        tags=info.tags,
-        parameters=tuple(params),
-        request_body=body,
-        responses=tuple(responses),
-        security=security,
-        servers=doc.servers,
-        deprecated=info.deprecated,
-    )
+    if not isinstance(raw_responses, Mapping):
+        return ()
+    for status, entry in raw_responses.items():
+        if isinstance(status, str) and status.startswith("x-"):
+            continue
+        resp, rdoc = ctx.deref(entry, doc)
+        if not isinstance(resp, Mapping):
+            continue
+        content: tuple[MediaType, ...] = ()
+        if "schema" in resp:
+            rschema = ctx.schema(resp["schema"], rdoc)
+            content = tuple(MediaType(t, rschema) for t in produces)
+        responses.append(Response(status=str(status), description=text(resp.get("description")), content=content))
+    return tuple(responses)

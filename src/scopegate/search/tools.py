@@ -1,7 +1,9 @@
 """The search tool and the fetch-by-id tool, framework-neutral.
 
-Both implement :class:`scopegate.tools.ScopedTool`: adapters (ADK, MCP) and
-the guard layer wrap them. ``run`` never raises; every failure is an envelope.
+Both implement :class:`scopegate.tools.ScopedTool` and
+:class:`scopegate.tools.Cacheable`: adapters (ADK, MCP) and the guard layer
+wrap them. ``run`` never raises; every failure is an envelope, and the call-log
+fields come back with the result, computed from what ``run`` validated.
 """
 
 from __future__ import annotations
@@ -26,9 +28,11 @@ from scopegate.errors import (
 from scopegate.scope import Scope, ScopeMissing, read_scope
 from scopegate.search.analysis import unique_terms
 from scopegate.search.model import SearchQuery, SearchRequest
+from scopegate.search.normalise import normalise_keywords, search_cache_args
 from scopegate.search.shaper import shape_document, shape_search
 from scopegate.search.spec import SearchSpec
-from scopegate.search.validate import validate_fetch_args, validate_search_args
+from scopegate.search.validate import id_text, validate_fetch_args, validate_search_args
+from scopegate.tools import LogFields, ToolOutcome
 
 log = logging.getLogger("scopegate.search")
 
@@ -39,7 +43,7 @@ def _scope(spec: SearchSpec, ctx: CallContext) -> Scope:
     return read_scope(ctx.state, spec.scope_keys, require_groups=spec.group_field is not None)
 
 
-def _backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
+def backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
     if isinstance(exc, MissingIndexError):
         return tool_error(
             SEARCH_UNAVAILABLE,
@@ -61,26 +65,45 @@ def _backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
     return tool_error(INTERNAL, "the search failed unexpectedly; try again later", retryable=True)
 
 
-class SearchTool:
-    """Keywords + enumerated filters + page in; ids, subjects, snippets, honest total out."""
+class _SpecTool:
+    """What the search and fetch tools share: spec, backend, scope, cache protocol."""
 
     family = "search"
     read_only = True
+    requires_confirmation = False
 
     def __init__(self, spec: SearchSpec, backend: SearchBackend) -> None:
         self.spec = spec
         self.backend = backend
-        self.name = spec.name
-        self.description = spec.description
-
-    def parameters_schema(self) -> dict[str, Any]:
-        return self.spec.json_schema()
+        self.scope_keys = spec.scope_keys
 
     def scope_of(self, ctx: CallContext) -> Scope | None:
         try:
             return _scope(self.spec, ctx)
         except ScopeMissing:
             return None
+
+    async def generation(self) -> str:
+        return await self.backend.generation()
+
+
+class SearchTool(_SpecTool):
+    """Keywords + enumerated filters + page in; ids, subjects, snippets, honest total out."""
+
+    def __init__(self, spec: SearchSpec, backend: SearchBackend) -> None:
+        super().__init__(spec, backend)
+        self.name = spec.name
+        self.description = spec.description
+
+    def parameters_schema(self) -> dict[str, Any]:
+        return self.spec.json_schema()
+
+    def cache_args(self, args: Mapping[str, Any]) -> Any:
+        return search_cache_args(args)
+
+    def describe(self, args: Mapping[str, Any]) -> LogFields:
+        keywords, filters, page = search_cache_args(args)
+        return {"query": keywords, "filters": {name: value for name, value in filters}, "page": page}
 
     def build_query(self, request: SearchRequest, scope: Scope) -> SearchQuery:
         """Request + scope + the spec's bounds. Pure."""
@@ -95,13 +118,10 @@ class SearchTool:
             client_timeout_s=self.spec.client_timeout_s,
         )
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        request = validate_search_args(self.spec, args)
+    def _outcome(self, request: SearchRequest | None, result: dict[str, Any]) -> ToolOutcome:
         fields: dict[str, Any] = {}
-        if isinstance(request, SearchRequest):
-            fields.update(
-                query=" ".join(request.query.lower().split()), filters=request.filters_dict(), page=request.page
-            )
+        if request is not None:
+            fields.update(query=normalise_keywords(request.query), filters=request.filters_dict(), page=request.page)
         if result.get("status") == "ok":
             fields.update(
                 total=result.get("total"),
@@ -111,18 +131,20 @@ class SearchTool:
             )
         else:
             fields["error_code"] = result.get("error_code")
-        return fields
+        return ToolOutcome(result, fields)
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
+        request: SearchRequest | None = None
         try:
-            return await self._run(args, ctx)
+            checked = validate_search_args(self.spec, args)
+            if not isinstance(checked, SearchRequest):
+                return self._outcome(None, checked)
+            request = checked
+            return self._outcome(request, await self._run(request, ctx))
         except Exception as exc:
-            return _backend_failure(exc, self.spec)
+            return self._outcome(request, backend_failure(exc, self.spec))
 
-    async def _run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
-        request = validate_search_args(self.spec, args)
-        if not isinstance(request, SearchRequest):
-            return request
+    async def _run(self, request: SearchRequest, ctx: CallContext) -> dict[str, Any]:
         try:
             scope = _scope(self.spec, ctx)
         except ScopeMissing:
@@ -138,33 +160,35 @@ class SearchTool:
         try:
             raw = await asyncio.wait_for(self.backend.search(query), timeout=self.spec.client_timeout_s)
         except Exception as exc:
-            return _backend_failure(exc, self.spec)
+            return backend_failure(exc, self.spec)
         return shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
 
 
-class FetchTool:
-    """One document by id, only inside the caller's scope; NOT_FOUND otherwise."""
+class FetchTool(_SpecTool):
+    """One document by id, only inside the caller's scope; NOT_FOUND otherwise.
 
-    family = "search"
-    read_only = True
+    Its own cap family (``fetch``): an agent that used its searches can still open its best hit."""
+
+    family = "fetch"
 
     def __init__(self, spec: SearchSpec, backend: SearchBackend) -> None:
-        self.spec = spec
-        self.backend = backend
+        super().__init__(spec, backend)
         self.name = spec.fetch_name
         self.description = spec.fetch_description
 
     def parameters_schema(self) -> dict[str, Any]:
         return self.spec.fetch_json_schema()
 
-    def scope_of(self, ctx: CallContext) -> Scope | None:
-        try:
-            return _scope(self.spec, ctx)
-        except ScopeMissing:
-            return None
+    def cache_args(self, args: Mapping[str, Any]) -> Any:
+        doc_id = args.get("id")
+        text = id_text(doc_id)
+        return [doc_id if text is None else text]
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        doc_id = args.get("id") if isinstance(args, Mapping) else None
+    def describe(self, args: Mapping[str, Any]) -> LogFields:
+        doc_id = args.get("id")
+        return {"query": str(doc_id)[:256] if doc_id is not None else None}
+
+    def _log(self, doc_id: Any, result: Mapping[str, Any]) -> LogFields:
         fields: dict[str, Any] = {"query": str(doc_id)[:256] if doc_id is not None else None}
         if result.get("status") == "ok":
             fields.update(total=1, total_relation="eq", ids=[result.get("document", {}).get(self.spec.id_field)])
@@ -172,7 +196,12 @@ class FetchTool:
             fields["error_code"] = result.get("error_code")
         return fields
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
+        raw_id = args.get("id") if isinstance(args, Mapping) else None
+        result = await self._run(args, ctx)
+        return ToolOutcome(result, self._log(raw_id, result))
+
+    async def _run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
         try:
             doc_id = validate_fetch_args(self.spec, args)
             if not isinstance(doc_id, str):
@@ -183,7 +212,7 @@ class FetchTool:
                 return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
             doc = await asyncio.wait_for(self.backend.get(doc_id, scope), timeout=self.spec.client_timeout_s)
         except Exception as exc:
-            return _backend_failure(exc, self.spec)
+            return backend_failure(exc, self.spec)
         if doc is None:
             # Same answer for "absent" and "belongs to someone else": existence is not revealed.
             return tool_error(NOT_FOUND, f"no {self.spec.id_field} {doc_id!r} is visible to this session")

@@ -12,6 +12,7 @@ from typing import Any
 from scopegate.errors import BAD_ARGUMENTS, BAD_FILTER, BAD_PAGE, BAD_QUERY, tool_error
 from scopegate.search.model import SearchRequest
 from scopegate.search.spec import SearchSpec
+from scopegate.text import preview
 
 _ALLOWED_WHITESPACE = {"\t", "\n", "\r"}
 
@@ -28,11 +29,6 @@ def _has_control_chars(text: str) -> bool:
 def normalise_query(text: str) -> str:
     """Fold whitespace runs to one space and trim (case is kept for display)."""
     return " ".join(text.split())
-
-
-def _preview(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def validate_search_args(spec: SearchSpec, args: Mapping[str, Any]) -> SearchRequest | dict[str, Any]:
@@ -61,19 +57,9 @@ def validate_search_args(spec: SearchSpec, args: Mapping[str, Any]) -> SearchReq
             f"query is {len(text)} characters; the limit is {spec.max_query_chars}. Use fewer, more specific keywords.",
         )
 
-    filters: list[tuple[str, str]] = []
-    for f in spec.filters:
-        if f.name not in args or args[f.name] is None:
-            continue
-        value = args[f.name]
-        if not isinstance(value, str) or value not in f.allowed:
-            return tool_error(
-                BAD_FILTER,
-                f"{f.name} must be one of the allowed values, got {_preview(value)}",
-                field=f.name,
-                allowed=list(f.allowed),
-            )
-        filters.append((f.name, value))
+    filters = validate_filters(spec, args)
+    if isinstance(filters, dict):
+        return filters
 
     page_raw = args.get("page", 1)
     if page_raw is None:
@@ -87,13 +73,59 @@ def validate_search_args(spec: SearchSpec, args: Mapping[str, Any]) -> SearchReq
         # Function-calling models often send JSON numbers as floats (2.0).
         page = int(page_raw)
     else:
-        return tool_error(BAD_PAGE, f"page must be an integer from 1 to {spec.max_page}, got {_preview(page_raw)}")
+        return tool_error(BAD_PAGE, f"page must be an integer from 1 to {spec.max_page}, got {preview(page_raw)}")
     if not 1 <= page <= spec.max_page:
         return tool_error(
             BAD_PAGE,
             f"page must be from 1 to {spec.max_page}; deeper pages are not served. Refine the keywords instead.",
         )
-    return SearchRequest(query=text, filters=tuple(filters), page=page)
+    return SearchRequest(query=text, filters=filters, page=page)
+
+
+def validate_filters(spec: SearchSpec, args: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | dict[str, Any]:
+    """The chosen filters as ``(name, value)`` pairs in spec order, or a ``BAD_FILTER`` envelope."""
+    filters: list[tuple[str, str]] = []
+    for f in spec.filters:
+        if f.name not in args or args[f.name] is None:
+            continue
+        value = args[f.name]
+        if not isinstance(value, str) or value not in f.allowed:
+            return tool_error(
+                BAD_FILTER,
+                f"{f.name} must be one of the allowed values, got {preview(value)}",
+                field=f.name,
+                allowed=list(f.allowed),
+            )
+        filters.append((f.name, value))
+    return tuple(filters)
+
+
+# Integers a JSON client's float can hold exactly: beyond this a number sent as an id may have been rounded.
+_EXACT_FLOAT = 2**53
+
+
+def id_text(value: Any) -> str | None:
+    """The id a fetch asks for, as text: a string (stripped), or a whole number when that is unambiguous (a model
+    that sends ``13404344`` for the id ``"13404344"``); None for anything else (bool, fraction, list, ...)."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT_FLOAT:
+        return str(int(value))
+    return None
+
+
+def _kind_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, float):
+        return f"the number {value!r}"[:80]
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else f"a {type(value).__name__}"
 
 
 def validate_fetch_args(spec: SearchSpec, args: Mapping[str, Any]) -> str | dict[str, Any]:
@@ -106,10 +138,16 @@ def validate_fetch_args(spec: SearchSpec, args: Mapping[str, Any]) -> str | dict
             f"unknown argument(s): {', '.join(unknown)}. Scope is set by the server, not by arguments.",
             allowed=["id"],
         )
-    doc_id = args.get("id")
-    if not isinstance(doc_id, str) or not doc_id.strip():
+    raw = args.get("id")
+    doc_id = id_text(raw)
+    if doc_id is None and raw is not None and not (isinstance(raw, str) and not raw.strip()):
+        return tool_error(
+            BAD_ARGUMENTS,
+            f"id must be one string: send the {spec.id_field} exactly as a search result showed it, in quotes "
+            f"(got {_kind_of(raw)})",
+        )
+    if not doc_id:
         return tool_error(BAD_ARGUMENTS, f"id is required: the {spec.id_field} shown in a search result")
-    doc_id = doc_id.strip()
     if len(doc_id) > 256 or _has_control_chars(doc_id):
         return tool_error(BAD_ARGUMENTS, "id is not a valid document id")
     return doc_id

@@ -14,13 +14,19 @@ Two protocol eras, one rule ("nothing is sent until the user said yes"):
 
 A client that cannot elicit gets a structured refusal that explains why; the
 call is not made.
+
+Replicas: the sealing keys come from the environment variables named by
+``server.http.request_state_keys_env`` (:func:`state_keys`), so a question
+asked by one replica is answered on any other; nothing else a follow-up needs
+lives in one process.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -28,17 +34,46 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from scopegate.errors import tool_error
+from scopegate.errors import CONFIRMATION_REQUIRED, CONFIRMATION_UNAVAILABLE, ConfigError, tool_error
 
 log = logging.getLogger("scopegate.server.confirm")
 
 CONFIRM_KEY = "scopegate_confirm"
 CONFIRM_FIELD = "approve"
-CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
-CONFIRMATION_UNAVAILABLE = "CONFIRMATION_UNAVAILABLE"
+__all__ = ["CONFIRMATION_REQUIRED", "CONFIRMATION_UNAVAILABLE"]
 CONFIRM_TIMEOUT_S = 300.0
 STATE_VERSION = 1
 MAX_HINT_CHARS = 1000
+
+
+MIN_STATE_KEY_BYTES = 32
+
+
+def state_keys(names: Sequence[str], environ: Mapping[str, str] | None = None) -> list[bytes]:
+    """The request-state key ring from the environment variables ``names`` (first seals, all open).
+
+    Empty ``names``: one random key for this process (state minted here opens
+    only here: a single replica). A variable that is unset or shorter than 32
+    bytes is a :class:`ConfigError` naming it, before the server starts.
+    """
+    if not names:
+        return [os.urandom(MIN_STATE_KEY_BYTES)]
+    env = os.environ if environ is None else environ
+    keys: list[bytes] = []
+    for name in names:
+        value = env.get(name)
+        if not value:
+            raise ConfigError(f"server.http.request_state_keys_env names {name}, which is not set")
+        secret = value.encode("utf-8")
+        if len(secret) < MIN_STATE_KEY_BYTES:
+            raise ConfigError(
+                f"{name} holds {len(secret)} bytes; a request-state key needs at least {MIN_STATE_KEY_BYTES} "
+                '(python -c "import secrets; print(secrets.token_hex(32))")'
+            )
+        if secret in keys:
+            raise ConfigError(f"{name} repeats an earlier request-state key")
+        keys.append(secret)
+    return keys
 
 
 def is_modern(ctx: ServerRequestContext[Any, Any]) -> bool:

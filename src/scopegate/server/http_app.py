@@ -3,11 +3,23 @@
 Routes:
 
 * ``POST/GET/DELETE {path}`` (default ``/mcp``): MCP over streamable HTTP,
-  behind ``RequireAuthMiddleware``: no valid bearer token, HTTP 401 and no MCP
-  message is read. Sessions (handshake era) are bound to the identity that
-  opened them; a token for another identity gets 404 for that session.
-* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format.
+  behind :class:`~scopegate.server.resource_server.BearerGate`: no valid bearer
+  token, HTTP 401 with ``WWW-Authenticate`` and no MCP message is read; a
+  ``tools/call`` without the tool's scopes, HTTP 403 ``insufficient_scope``.
+  Sessions (handshake era) are bound to the identity that opened them; a token
+  for another identity gets 404 for that session.
+* ``GET /.well-known/oauth-protected-resource{path}`` (and at the root): the
+  Protected Resource Metadata (RFC 9728), when an authorization server is known.
+* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format; with
+  ``metrics_token_env`` only for that bearer token, with ``metrics_port`` on
+  its own listener (:func:`build_metrics_app`) instead of this one.
 * ``GET /healthz``: liveness.
+
+Replicas: several of these behind one URL serve one client interchangeably
+when the request-state keys are shared (``request_state_keys_env``) and the
+client uses sessionless requests (stateless mode, or protocol 2026-07-28);
+handshake-era sessions live in the process that opened them. Each tenant may
+hold at most ``max_sessions_per_tenant`` sessions (:mod:`.sessions`).
 
 The client's ``Authorization`` header stops here: tools receive only the
 scope (tenant, user, groups) in session state, never headers or the token.
@@ -15,13 +27,15 @@ scope (tenant, user, groups) in session state, never headers or the token.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import hmac
+import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -31,10 +45,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from scopegate.config.builder import ToolApp
+from scopegate.config.identity import build_identity, default_resource
 from scopegate.config.model import HttpConfig
-from scopegate.server.auth import BearerBackend, BearerVerifier
+from scopegate.errors import ConfigError
+from scopegate.server import confirm
+from scopegate.server.auth import BearerBackend, Verifies, bearer_token
+from scopegate.server.identity_metrics import IdentityCollector
 from scopegate.server.mcp_server import ScopegateMcpServer
 from scopegate.server.metrics import CONTENT_TYPE, ServerMetrics, exposition
+from scopegate.server.resource_server import BearerGate, ResourceServer, ToolInfo
+from scopegate.server.sessions import TenantOfRequest, TenantQuotaSessionManager
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -60,16 +80,32 @@ def build_http_app(
     app: ToolApp,
     *,
     http: HttpConfig | None = None,
-    verifier: BearerVerifier | None = None,
+    verifier: Verifies | None = None,
     environ: Mapping[str, str] | None = None,
     metrics: ServerMetrics | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``app``'s tools; auth from the config unless ``verifier`` is given."""
-    cfg = http or app.config.http
-    verifier = verifier or BearerVerifier.from_config(app.config.auth, environ)
+    """The ASGI app serving ``app``'s tools; auth from the config unless ``verifier`` is given; secrets
+    (request-state keys, the metrics token, identity files) from ``environ`` (default the process's)."""
+    cfg = http or app.config.server.http
+    identity = app.identity
+    if identity is None:
+        identity = app.identity = build_identity(app.config.auth, resource=default_resource(cfg), environ=environ)
+        app.closers.append(identity.aclose)
+    verifier = verifier or identity.verifier
+    if verifier is None:
+        raise ConfigError("HTTP needs auth: configure auth.jwt, auth.introspection and/or auth.token_table")
     metrics = metrics or ServerMetrics()
-    mcp = ScopegateMcpServer(app, transport="http", events=metrics, stateful_http=not cfg.stateless)
-    manager = StreamableHTTPSessionManager(
+    metrics.registry.register(IdentityCollector(identity))
+    keys = confirm.state_keys(cfg.request_state_keys_env, environ)
+    mcp = ScopegateMcpServer(app, transport="http", events=metrics, stateful_http=not cfg.stateless, state_keys=keys)
+    rs = ResourceServer(
+        resource=identity.resource or default_resource(cfg),
+        authorization_servers=tuple(identity.authorization_servers),
+        scopes=identity.scopes,
+        tools={t.name: ToolInfo(t.family, t.read_only) for t in app.tools},
+        name=app.config.server.name,
+    )
+    manager = TenantQuotaSessionManager(
         app=mcp.server,
         json_response=cfg.json_response,
         stateless=cfg.stateless,
@@ -77,25 +113,26 @@ def build_http_app(
         session_idle_timeout=cfg.session_idle_timeout_s,
         max_request_body_size=cfg.max_request_bytes,
         max_sessions=cfg.max_sessions,
+        max_sessions_per_tenant=cfg.max_sessions_per_tenant,
     )
-    mcp_endpoint = RequireAuthMiddleware(StreamableHTTPASGIApp(manager), required_scopes=[])
+    mcp_endpoint = BearerGate(TenantOfRequest(StreamableHTTPASGIApp(manager)), rs, max_body_bytes=cfg.max_request_bytes)
 
     async def healthz(_request: Request) -> Response:
         return JSONResponse({"status": "ok", "tools": len(app.tools)})
 
-    async def metrics_endpoint(_request: Request) -> Response:
-        return Response(exposition(metrics, app.guard), media_type=CONTENT_TYPE)
-
     routes = [Route(cfg.path, endpoint=mcp_endpoint), Route("/healthz", endpoint=healthz, methods=["GET"])]
-    if cfg.metrics_path:
-        routes.append(Route(cfg.metrics_path, endpoint=metrics_endpoint, methods=["GET"]))
+    routes += rs.routes()
+    if cfg.metrics_path and cfg.metrics_port is None:
+        routes.append(metrics_route(cfg, app, metrics, environ))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
         async with manager.run():
             yield
 
-    backend = BearerBackend(verifier, on_failure=metrics.auth_failure, paths=frozenset({cfg.path.rstrip("/") or "/"}))
+    backend = BearerBackend(
+        verifier, on_failure=metrics.auth_failure, paths=frozenset({cfg.path.rstrip("/") or "/"}), resource=rs.resource
+    )
     starlette = Starlette(
         routes=routes,
         middleware=[Middleware(AuthenticationMiddleware, backend=backend), Middleware(AuthContextMiddleware)],
@@ -103,14 +140,63 @@ def build_http_app(
     )
     starlette.state.scopegate_mcp = mcp
     starlette.state.scopegate_metrics = metrics
+    starlette.state.scopegate_resource = rs
     return starlette
 
 
-async def serve_http(app: ToolApp, *, host: str, port: int, log_level: str = "info", **kwargs: Any) -> None:
-    """Run the HTTP transport with uvicorn until cancelled (Ctrl-C)."""
+def metrics_route(
+    cfg: HttpConfig, app: ToolApp, metrics: ServerMetrics, environ: Mapping[str, str] | None = None
+) -> Route:
+    """``GET metrics_path``: the Prometheus text, behind ``metrics_token_env``'s bearer token when set."""
+    expected: bytes | None = None
+    if cfg.metrics_token_env is not None:
+        value = (os.environ if environ is None else environ).get(cfg.metrics_token_env)
+        if not value:
+            raise ConfigError(f"server.http.metrics_token_env names {cfg.metrics_token_env}, which is not set")
+        expected = value.encode("utf-8")
+
+    async def metrics_endpoint(request: Request) -> Response:
+        if expected is not None:
+            given = (bearer_token(request) or "").encode("utf-8")
+            if not hmac.compare_digest(given, expected):
+                return JSONResponse({"error": "a valid bearer token is required"}, status_code=401)
+        return Response(exposition(metrics, app.guard), media_type=CONTENT_TYPE)
+
+    return Route(cfg.metrics_path or "/metrics", endpoint=metrics_endpoint, methods=["GET"])
+
+
+def build_metrics_app(
+    app: ToolApp, metrics: ServerMetrics, *, http: HttpConfig, environ: Mapping[str, str] | None = None
+) -> Starlette:
+    """The listener of ``metrics_port``: ``metrics_path`` only (and ``/healthz``)."""
+
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[metrics_route(http, app, metrics, environ), Route("/healthz", endpoint=healthz, methods=["GET"])]
+    )
+
+
+async def serve_http(
+    app: ToolApp, *, host: str, port: int, log_level: str = "info", http: HttpConfig | None = None, **kwargs: Any
+) -> None:
+    """Run the HTTP transport (and the metrics listener, with ``metrics_port``) with uvicorn until cancelled."""
     import uvicorn
 
-    asgi = build_http_app(app, **kwargs)
-    config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level, lifespan="on", access_log=False)
-    server = uvicorn.Server(config)
-    await server.serve()
+    cfg = http or app.config.server.http
+    metrics = kwargs.pop("metrics", None) or ServerMetrics()
+    asgi = build_http_app(app, http=cfg, metrics=metrics, **kwargs)
+    servers = [
+        uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level=log_level, lifespan="on", access_log=False))
+    ]
+    if cfg.metrics_path and cfg.metrics_port is not None:
+        side = build_metrics_app(app, metrics, http=cfg, environ=kwargs.get("environ"))
+        servers.append(
+            uvicorn.Server(
+                uvicorn.Config(
+                    side, host=cfg.metrics_host, port=cfg.metrics_port, log_level=log_level, access_log=False
+                )
+            )
+        )
+    await asyncio.gather(*(server.serve() for server in servers))

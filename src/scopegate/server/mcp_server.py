@@ -8,19 +8,22 @@ into its own error text); the low-level server serves our schemas verbatim and
 lets every failure stay a scopegate envelope.
 
 Per call the handler: resolves the caller's identity (the verified bearer
-token on HTTP, the fixed identity on stdio), builds session state holding
-only the scope, derives the session and cap window, runs the (guarded) tool,
-and, for tools that change state, asks the user first (see :mod:`.confirm`).
+token on HTTP, the fixed identity on stdio), checks the token grants the
+tool's scopes (``auth.scopes``; the HTTP gate refuses such calls with 403
+before they get here, this is the second check), builds session state holding
+only the scope, derives the session and cap window, runs the (guarded) tool
+with the caller's token for per-user downstream credentials, and, for tools
+that change state, asks the user first (see :mod:`.confirm`). ``tools/list``
+shows an HTTP caller only the tools its token may call.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +35,12 @@ from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from scopegate import __version__
 from scopegate.config.builder import ToolApp
 from scopegate.config.declarations import requires_confirmation
-from scopegate.context import CallContext
-from scopegate.errors import BAD_ARGUMENTS, INTERNAL, NO_SCOPE, tool_error
+from scopegate.context import CallContext, SubjectToken
+from scopegate.errors import BAD_ARGUMENTS, INSUFFICIENT_SCOPE, INTERNAL, NO_SCOPE, ConfigError, tool_error
+from scopegate.identity.scopes import ToolScopes
 from scopegate.scope import ScopeKeys
 from scopegate.server import confirm
-from scopegate.server.auth import identity_of_user
+from scopegate.server.auth import SUBJECT_KEY, identity_of_user, scopes_of_user
 from scopegate.server.identity import Identity
 from scopegate.server.results import call_result, mcp_tool, unknown_tool
 from scopegate.tools import ScopedTool
@@ -56,6 +60,7 @@ class Caller:
     identity: Identity
     session_key: str
     transport: str
+    subject_token: SubjectToken | None = None
 
 
 class McpEvents:
@@ -76,12 +81,13 @@ class ScopegateMcpServer:
         fixed_identity: Identity | None = None,
         events: McpEvents | None = None,
         stateful_http: bool = True,
+        state_keys: Sequence[bytes] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if transport not in ("stdio", "http"):
-            raise ValueError("transport must be 'stdio' or 'http'")
+            raise ConfigError("transport must be 'stdio' or 'http'")
         if transport == "stdio" and fixed_identity is None:
-            raise ValueError("the stdio transport needs a fixed identity")
+            raise ConfigError("the stdio transport needs a fixed identity")
         self.app = app
         self.transport = transport
         self.fixed_identity = fixed_identity if transport == "stdio" else None
@@ -89,12 +95,15 @@ class ScopegateMcpServer:
         # Session ids are only trusted where the SDK validates them: stateful HTTP, handshake era.
         self.stateful_http = stateful_http
         self.scope_keys: ScopeKeys = app.config.scope_keys
-        self.window_s = app.config.guards.window_s
+        self.window_s = app.config.guards.cap.window_s
         self._clock = clock
         self._process_session = uuid.uuid4().hex[:16]
         self._tools: dict[str, ScopedTool] = {t.name: t for t in app.tools}
         self._listing = types.ListToolsResult(tools=[mcp_tool(t) for t in app.tools])
-        cfg = app.config
+        # Scopes per tool apply to verified tokens (HTTP); a stdio server's fixed identity has no token.
+        services = app.identity
+        self.scopes = services.scopes if services is not None and transport == "http" else ToolScopes()
+        cfg = app.config.server
         self.server: Server[Any] = Server(
             cfg.name,
             version=__version__,
@@ -103,9 +112,11 @@ class ScopegateMcpServer:
             on_call_tool=self._call_tool,
         )
         # Seal and verify the multi-round-trip request state (2026-07-28 confirmations),
-        # bound to tool + arguments + the caller's exact identity.
+        # bound to tool + arguments + the caller's exact identity. Replicas share the keys (confirm.state_keys).
         security = RequestStateSecurity(
-            keys=[os.urandom(32)], ttl=confirm.CONFIRM_TIMEOUT_S, bind_principal=self._principal
+            keys=list(state_keys) if state_keys else confirm.state_keys(()),
+            ttl=confirm.CONFIRM_TIMEOUT_S,
+            bind_principal=self._principal,
         )
         self.server.middleware.append(RequestStateBoundary(security, default_audience=cfg.name))
 
@@ -118,6 +129,19 @@ class ScopegateMcpServer:
         if not isinstance(scope, dict):
             return None
         return identity_of_user(scope.get("user"))
+
+    def _request_scope(self, ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+        scope = getattr(ctx.request, "scope", None) if self.transport == "http" else None
+        return scope if isinstance(scope, dict) else {}
+
+    def granted(self, ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+        """The scopes the request's verified token grants (HTTP)."""
+        return scopes_of_user(self._request_scope(ctx).get("user"))
+
+    def missing_scopes(self, ctx: ServerRequestContext[Any, Any], tool: ScopedTool) -> tuple[str, ...]:
+        if not self.scopes.enabled:
+            return ()
+        return self.scopes.missing(tool.name, tool.family, tool.read_only, self.granted(ctx))
 
     def _principal(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
         identity = self.identity(ctx) if self.transport == "http" else None
@@ -143,13 +167,18 @@ class ScopegateMcpServer:
             session_id=caller.session_key,
             confirmed=confirmed,
             extra={"call_id": call_id, "transport": caller.transport},
+            subject_token=caller.subject_token,
         )
 
     # -- handlers ---------------------------------------------------------------------
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return self._listing
+        if not self.scopes.enabled:
+            return self._listing
+        return types.ListToolsResult(
+            tools=[t for t in self._listing.tools if not self.missing_scopes(ctx, self._tools[t.name])]
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -171,6 +200,17 @@ class ScopegateMcpServer:
         identity = self.identity(ctx)
         if identity is None:
             return call_result(tool_error(NO_SCOPE, "This request carries no verified identity, so no tool can run."))
+        missing = self.missing_scopes(ctx, tool)
+        if missing:
+            needed = sorted(self.scopes.needed(tool.name, tool.family, tool.read_only))
+            return call_result(
+                tool_error(
+                    INSUFFICIENT_SCOPE,
+                    f"The access token does not allow {tool.name}; it needs the scopes: {' '.join(needed)}.",
+                    scope=needed,
+                    missing=list(missing),
+                )
+            )
         args: dict[str, Any] = dict(params.arguments or {})
         try:
             size = len(json.dumps(args, ensure_ascii=False, default=str))
@@ -180,10 +220,16 @@ class ScopegateMcpServer:
             return call_result(
                 tool_error(BAD_ARGUMENTS, f"the arguments are larger than {MAX_ARGUMENT_CHARS} characters")
             )
-        caller = Caller(identity, self.session_key(ctx, identity), self.transport)
+        subject = self._request_scope(ctx).get(SUBJECT_KEY)
+        caller = Caller(
+            identity,
+            self.session_key(ctx, identity),
+            self.transport,
+            subject if isinstance(subject, SubjectToken) else None,
+        )
         if not requires_confirmation(tool):
-            result = await tool.run(args, self.call_context(caller, confirmed=None, call_id=uuid.uuid4().hex))
-            return call_result(result)
+            outcome = await tool.run(args, self.call_context(caller, confirmed=None, call_id=uuid.uuid4().hex))
+            return call_result(outcome.result)
         return await self._confirmed_call(ctx, params, tool, args, caller)
 
     async def _confirmed_call(
@@ -201,11 +247,11 @@ class ScopegateMcpServer:
                 call_id, decision = answered
                 self.events.confirmation("approved" if decision else "rejected")
                 ctx_answer = self.call_context(caller, confirmed=decision, call_id=call_id)
-                return call_result(await tool.run(args, ctx_answer))
+                return call_result((await tool.run(args, ctx_answer)).result)
         call_id = uuid.uuid4().hex
         # First run unconfirmed: the tool validates arguments and scope and sends nothing,
         # so the user is only ever asked about a call that would really be made.
-        pending = await tool.run(args, self.call_context(caller, confirmed=None, call_id=call_id))
+        pending = (await tool.run(args, self.call_context(caller, confirmed=None, call_id=call_id))).result
         if pending.get("error_code") != confirm.CONFIRMATION_REQUIRED:
             return call_result(pending)
         details = pending.get("confirmation")
@@ -227,4 +273,5 @@ class ScopegateMcpServer:
             self.events.confirmation("unavailable")
             return call_result(confirm.unavailable(pending, "the user's answer could not be obtained"))
         self.events.confirmation("approved" if answer else "rejected")
-        return call_result(await tool.run(args, self.call_context(caller, confirmed=answer, call_id=call_id)))
+        decided = await tool.run(args, self.call_context(caller, confirmed=answer, call_id=call_id))
+        return call_result(decided.result)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,13 @@ AUDIENCE = "scopegate-e2e"
 KID = "e2e-key-1"
 START_TIMEOUT_S = 30.0
 MODES = ("legacy", "auto")  # handshake era (2025-11-25) and the default probe (2026-07-28)
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
+}
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def free_port() -> int:
@@ -159,12 +166,14 @@ def wait_healthy(base: str, process: subprocess.Popen[bytes] | None, log: Path |
     raise RuntimeError(f"server did not become healthy: {log.read_text() if log else ''}")
 
 
-def start_http_server(config: Path, env: Mapping[str, str] | None = None, *, log_dir: Path) -> ServerProcess:
+def start_http_server(
+    config: Path, env: Mapping[str, str] | None = None, *, log_dir: Path, args: tuple[str, ...] = ()
+) -> ServerProcess:
     port = free_port()
     log = log_dir / f"server-{port}.log"
     handle = open(log, "wb")  # noqa: SIM115 - owned by the process for its lifetime
     process = subprocess.Popen(
-        scopegate_command("serve", str(config), "--transport", "http", "--port", str(port)),
+        scopegate_command("serve", str(config), "--transport", "http", "--port", str(port), *args),
         stdout=subprocess.DEVNULL,
         stderr=handle,
         env={**os.environ, **(env or {})},
@@ -179,20 +188,31 @@ def start_http_server(config: Path, env: Mapping[str, str] | None = None, *, log
 
 
 @contextlib.contextmanager
-def in_thread_http_server(asgi: Any) -> Iterator[str]:
-    """Serve an ASGI app on a free loopback port in a background thread; yields the base URL."""
-    port = free_port()
-    config = uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+def serving_in_thread(run: Callable[[], None], stop: Callable[[], None], port: int) -> Iterator[str]:
+    """Run a server (``run``) in a background thread until ``stop``; yields its base URL once healthy."""
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(base, None, None)
         yield base
     finally:
-        server.should_exit = True
+        stop()
         thread.join(timeout=15)
+
+
+@contextlib.contextmanager
+def in_thread_http_server(asgi: Any) -> Iterator[str]:
+    """Serve an ASGI app on a free loopback port in a background thread; yields the base URL."""
+    port = free_port()
+    config = uvicorn.Config(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="on", access_log=False)
+    server = uvicorn.Server(config)
+
+    def stop() -> None:
+        server.should_exit = True
+
+    with serving_in_thread(server.run, stop, port) as base:
+        yield base
 
 
 # -- clients -----------------------------------------------------------------------------

@@ -270,8 +270,8 @@ async def test_config_and_python_toolsets_agree(
     try:
         for name, args, confirmed in calls:
             ctx = CallContext(state={"tenant_id": ALICE, "user_id": ALICE}, confirmed=confirmed)
-            got = await app.tool(name).run(args, ctx)
-            want = await python.tool(name).run(args, ctx)
+            got = (await app.tool(name).run(args, ctx)).result
+            want = (await python.tool(name).run(args, ctx)).result
             got.pop("request_id", None)
             want.pop("request_id", None)
             assert got == want, name

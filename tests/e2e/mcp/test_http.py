@@ -9,18 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp_harness import MODES, ServerProcess, World, http_client, opaque_token, result_ids
+from mcp_harness import HEADERS, INIT, MODES, ServerProcess, World, http_client, opaque_token, result_ids
 
 from scopegate.demo.corpus import INJECTION_ID, INJECTION_TENANT, ticket_spec
 from scopegate.search.tools import SearchTool
-
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-}
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 def post(server: ServerProcess, token: str | None, body: Any = INIT, **headers: str) -> httpx.Response:
@@ -159,6 +151,15 @@ def test_a_token_that_expires_mid_session_is_refused(world: World, server: Serve
     time.sleep(max(0.0, exp + 1.1 - time.time()))  # past exp (the e2e config has no leeway)
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}}
     assert post(server, token, call, **{"mcp-session-id": session}).status_code == 401
+
+
+def test_a_short_token_gets_a_401_that_names_the_rule(world: World, server: ServerProcess) -> None:
+    # Issue 19: tokens under 16 characters were refused with a bare 401 and nothing said anywhere.
+    refused = post(server, "acme-token")
+    assert refused.status_code == 401
+    rule = "The access token is too short: tokens are 16 to 4096 characters"
+    assert refused.json()["error_description"] == rule and rule in refused.headers["www-authenticate"]
+    assert "token too short; tokens must be 16 to 4096 characters" in server.stderr()
 
 
 def test_metrics_endpoint(world: World, server: ServerProcess) -> None:

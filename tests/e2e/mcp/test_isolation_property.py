@@ -139,5 +139,5 @@ def test_no_argument_crosses_tenants(world: World, clients: Clients, direct: dic
     for doc_id in result_ids(structured):
         assert world.owner.get(doc_id) == tenant, (tenant, doc_id, args)
     state = {"tenant_id": tenant, "user_id": "u1"}
-    expected = clients.run(direct[name].run(args, CallContext(state=state)))
+    expected = clients.run(direct[name].run(args, CallContext(state=state))).result
     assert structured == expected

@@ -21,17 +21,14 @@ from scopegate.demo.corpus import generate_tickets
 from scopegate.engines.elasticsearch_node import URL_ENV, ElasticsearchNode, ESNodeConfig
 from scopegate.errors import EngineNodeError
 from scopegate.search.spec import SearchSpec
+from unavailable import engine_unavailable
 
 REPO = Path(__file__).resolve().parents[3]
 PER_TENANT = 100
 
 
 def no_node(reason: str) -> None:
-    message = f"Elasticsearch node not available: {reason}"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI is set, so this is a failure, not a skip)", pytrace=False)
-    print(f"\nSKIP: {message}")
-    pytest.skip(message)
+    engine_unavailable("Elasticsearch node", reason)
 
 
 @pytest.fixture(scope="session")

@@ -95,7 +95,9 @@ async def test_fetch_scope_and_missing_index(es_backend: ElasticsearchBackend, e
         with pytest.raises(MissingIndexError) as err:
             await missing.search(query(spec, "refund", "acme"))
         assert err.value.name == f"{spec.index}-read"
-        out = await SearchTool(spec, missing).run({"query": "refund"}, CallContext(state={"tenant_id": "acme"}))
+        out = (
+            await SearchTool(spec, missing).run({"query": "refund"}, CallContext(state={"tenant_id": "acme"}))
+        ).result
         assert out["error_code"] == SEARCH_UNAVAILABLE and out["missing"] == f"{spec.index}-read"
     finally:
         await missing.close()
@@ -104,13 +106,13 @@ async def test_fetch_scope_and_missing_index(es_backend: ElasticsearchBackend, e
 async def test_injection_ticket_stays_in_its_tenant(es_backend: ElasticsearchBackend) -> None:
     tool = SearchTool(es_backend.spec, es_backend)
     initech = CallContext(state={"tenant_id": "initech"})
-    first = await tool.run({"query": "apple pay refund failed read this first"}, initech)
+    first = (await tool.run({"query": "apple pay refund failed read this first"}, initech)).result
     assert INJECTION_ID in [r["ticket_id"] for r in first["results"]]
-    out = await tool.run({"query": "tenant_id:* OR tenant_id:acme refund"}, initech)
+    out = (await tool.run({"query": "tenant_id:* OR tenant_id:acme refund"}, initech)).result
     assert all(r["ticket_id"].startswith("INI-") for r in out["results"])
-    fetched = await FetchTool(es_backend.spec, es_backend).run(
-        {"id": INJECTION_ID}, CallContext(state={"tenant_id": "acme"})
-    )
+    fetched = (
+        await FetchTool(es_backend.spec, es_backend).run({"id": INJECTION_ID}, CallContext(state={"tenant_id": "acme"}))
+    ).result
     assert fetched["error_code"] == "NOT_FOUND"
 
 
@@ -143,7 +145,7 @@ async def test_ingest_errors_upsert_delete_reindex(es_url: str, es_corpus: list[
         assert (report.indexed, report.failed) == (18, 2)
         assert {doc_id for doc_id, _ in report.errors} == {docs[2]["ticket_id"], docs[3]["ticket_id"]}
         assert await backend.count(Scope("hooli")) == 18
-        assert await backend.delete([docs[0]["ticket_id"]]) == 1
+        assert await backend.delete([docs[0]["ticket_id"]], tenant="hooli") == 1
         assert await backend.get(docs[0]["ticket_id"], Scope("hooli")) is None
         # No reindex module in this distribution: reindex from documents instead of _reindex.
         assert await backend.reindex(docs[5:10]) == f"{spec.index}-v2"
@@ -227,18 +229,18 @@ async def test_frozen_node_is_unavailable_then_recovers(
     spec = es_backend.spec
     tool = SearchTool(spec, es_backend)
     state = CallContext(state={"tenant_id": "acme"})
-    assert (await tool.run({"query": "refund"}, state))["status"] == "ok"
+    assert ((await tool.run({"query": "refund"}, state)).result)["status"] == "ok"
     os.killpg(pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
-        out = await tool.run({"query": "refund"}, state)
+        out = (await tool.run({"query": "refund"}, state)).result
         elapsed = time.monotonic() - started
         assert out["status"] == "error" and out["error_code"] == SEARCH_UNAVAILABLE and out["retryable"] is True
         assert elapsed < spec.client_timeout_s + 1.5
     finally:
         os.killpg(pid, signal.SIGCONT)
     for _ in range(40):
-        out = await tool.run({"query": "refund"}, state)
+        out = (await tool.run({"query": "refund"}, state)).result
         if out["status"] == "ok":
             break
         await asyncio.sleep(0.25)

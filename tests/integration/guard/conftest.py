@@ -1,13 +1,8 @@
-"""Fixtures for guard integration tests: a real redis-server, real embedded indexes, a logged workload."""
+"""Fixtures for guard integration tests: real embedded indexes, a logged workload (redis-server: ../conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import time
-from collections.abc import Iterator
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -21,66 +16,15 @@ from scopegate.guard.guard import Guard
 from scopegate.search.tools import SearchTool
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> Iterator[str]:
-    """A throwaway redis-server on 127.0.0.1 (no persistence), stopped after the session."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        reason = "redis-server is not installed (Debian: apt-get install -y redis-server)"
-        if os.environ.get("CI"):
-            pytest.fail(reason + "; CI must provide it")
-        print(f"SKIP: {reason}")
-        pytest.skip(reason)
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--port", str(port),
-            "--bind", "127.0.0.1",
-            "--save", "",
-            "--appendonly", "no",
-            "--maxmemory", "64mb",
-            "--maxmemory-policy", "allkeys-lru",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 15
-        while not _ping(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not start on port {port} (exit code {proc.poll()})")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-
-
 @pytest.fixture(scope="session")
 def guard_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An on-disk embedded index of the generated ticket corpus (6 tenants x 300), read-only for tests."""
+    """An on-disk embedded index of the generated ticket corpus (6 tenants x 300), read-only for tests.
+
+    best_fields, so field boosts are query-time settings the replay tests can change without a
+    re-ingest (under combined_fields, the default, a boost is part of the indexed field).
+    """
     path = tmp_path_factory.mktemp("guard-index") / "index"
-    backend = EmbeddedBackend(ticket_spec(), path)
+    backend = EmbeddedBackend(dataclasses.replace(ticket_spec(), field_combination="best_fields"), path)
     report = backend.ingest_sync(generate_tickets(per_tenant=300), batch_size=500)
     assert report.indexed == 6 * 300 + 1 and report.failed == 0
     return path
@@ -118,7 +62,7 @@ async def run_workload(tool: Any, guard: Guard, turn: str = "") -> int:
                 args["page"] = 2
             invocation = f"{turn}{tenant}-{q_index // 3}"
             ctx = CallContext(state={"tenant_id": tenant}, invocation_id=invocation, session_id=f"s-{tenant}")
-            result = await guard.call(tool, args, ctx)
+            result = (await guard.call(tool, args, ctx)).result
             assert result["status"] in {"ok", "error"}
             n += 1
             if q_index % 3 == 2:

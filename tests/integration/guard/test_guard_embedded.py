@@ -25,7 +25,7 @@ async def test_every_tenant_gets_only_its_own_results_through_the_cache(guard_in
             totals = {}
             for tenant in TENANTS:
                 for page in (1, 2):
-                    result = await guard.call(tool, {"query": "Refund FAILED", "page": page}, ctx(tenant, "i"))
+                    result = (await guard.call(tool, {"query": "Refund FAILED", "page": page}, ctx(tenant, "i"))).result
                     assert result["status"] == "ok"
                     prefix = tenant[:3].upper() + "-"
                     assert all(r["ticket_id"].startswith(prefix) for r in result["results"]), (tenant, result)
@@ -36,9 +36,9 @@ async def test_every_tenant_gets_only_its_own_results_through_the_cache(guard_in
                 assert guard.cache.stats.hits == 2 * len(TENANTS)
         # fetch-by-id is cached per scope too: another tenant asking for the id gets NOT_FOUND
         fetch = FetchTool(backend.spec, backend)
-        own = await guard.call(fetch, {"id": "ACM-00001"}, ctx("acme", "f"))
-        other = await guard.call(fetch, {"id": "ACM-00001"}, ctx("globex", "f"))
-        again = await guard.call(fetch, {"id": "ACM-00001"}, ctx("globex", "f"))
+        own = (await guard.call(fetch, {"id": "ACM-00001"}, ctx("acme", "f"))).result
+        other = (await guard.call(fetch, {"id": "ACM-00001"}, ctx("globex", "f"))).result
+        again = (await guard.call(fetch, {"id": "ACM-00001"}, ctx("globex", "f"))).result
         assert own["status"] == "ok" and other["error_code"] == again["error_code"] == "NOT_FOUND"
     finally:
         await backend.close()
@@ -52,8 +52,8 @@ async def test_ingest_invalidates_cached_results() -> None:
     guard = Guard(generation_ttl_s=0.0, cap=None, call_log=CallLog(sink))
     tool = SearchTool(spec, backend)
     try:
-        before = await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "a"))
-        cached = await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "b"))
+        before = (await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "a"))).result
+        cached = (await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "b"))).result
         assert before["total"] == cached["total"] == 0
         await backend.ingest(
             [
@@ -67,11 +67,11 @@ async def test_ingest_invalidates_cached_results() -> None:
                 }
             ]
         )
-        after = await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "c"))
+        after = (await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "c"))).result
         assert after["total"] == 1 and after["results"][0]["ticket_id"] == "ACM-QUOKKA"
         assert guard.cache is not None and guard.cache.stats.stale == 1
-        await backend.delete(["ACM-QUOKKA"])
-        gone = await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "d"))
+        await backend.delete(["ACM-QUOKKA"], tenant="acme")
+        gone = (await guard.call(tool, {"query": "quokka outage"}, ctx("acme", "d"))).result
         assert gone["total"] == 0
         assert guard.call_log is not None and guard.call_log.flush(5)
         assert [r["cache_hit"] for r in sink.records()] == [False, True, False, False]
@@ -92,7 +92,7 @@ async def test_a_commit_by_another_writer_invalidates(guard_index: Path, tmp_pat
         await guard.call(tool, {"query": "refund"}, ctx("acme", "a"))
         assert guard.cache is not None and guard.cache.stats.hits == 1
         writer = EmbeddedBackend.open(path)  # a second handle on the folder, like another process
-        await writer.delete(["ACM-00001"])
+        await writer.delete(["ACM-00001"], tenant="acme")
         await writer.close()
         await guard.call(tool, {"query": "refund"}, ctx("acme", "a"))
         assert guard.cache.stats.stale == 1 and guard.cache.stats.hits == 1

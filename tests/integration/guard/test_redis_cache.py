@@ -58,11 +58,11 @@ async def test_two_processes_share_results_but_never_across_scopes(redis_url: st
     tool_a = SearchTool(backend_a.spec, backend_a)
     tool_b = SearchTool(backend_b.spec, backend_b)
     try:
-        first = await guard_a.call(tool_a, {"query": "E4012 refund"}, ctx("acme"))
-        second = await guard_b.call(tool_b, {"query": "e4012   REFUND"}, ctx("acme"))
+        first = (await guard_a.call(tool_a, {"query": "E4012 refund"}, ctx("acme"))).result
+        second = (await guard_b.call(tool_b, {"query": "e4012   REFUND"}, ctx("acme"))).result
         assert second == first
         assert guard_b.cache is not None and guard_b.cache.stats.hits == 1
-        other = await guard_b.call(tool_b, {"query": "E4012 refund"}, ctx("globex"))
+        other = (await guard_b.call(tool_b, {"query": "E4012 refund"}, ctx("globex"))).result
         assert guard_b.cache.stats.hits == 1
         assert all(r["ticket_id"].startswith("GLO-") for r in other["results"])
         assert {r["ticket_id"] for r in other["results"]}.isdisjoint({r["ticket_id"] for r in first["results"]})
@@ -100,13 +100,13 @@ async def test_ingest_invalidates_entries_in_redis(redis_url: str) -> None:
     guard = redis_guard(redis_url, "inval:")
     tool = SearchTool(spec, backend)
     try:
-        assert (await guard.call(tool, {"query": "wombat"}, ctx("acme")))["total"] == 0
-        assert (await guard.call(tool, {"query": "wombat"}, ctx("acme")))["total"] == 0
+        assert ((await guard.call(tool, {"query": "wombat"}, ctx("acme"))).result)["total"] == 0
+        assert ((await guard.call(tool, {"query": "wombat"}, ctx("acme"))).result)["total"] == 0
         await backend.ingest(
             [{"ticket_id": "ACM-W", "tenant_id": "acme", "product": "billing", "status": "open",
               "subject": "wombat", "body": "wombat in the invoice"}]
         )  # fmt: skip
-        assert (await guard.call(tool, {"query": "wombat"}, ctx("acme")))["total"] == 1
+        assert ((await guard.call(tool, {"query": "wombat"}, ctx("acme"))).result)["total"] == 1
         assert guard.cache is not None and guard.cache.stats.stale == 1 and guard.cache.stats.hits == 1
     finally:
         assert guard.cache is not None
@@ -126,7 +126,7 @@ async def test_redis_outage_degrades_to_uncached_calls(guard_index: Path) -> Non
     tool = SearchTool(backend.spec, backend)
     try:
         for _ in range(3):
-            result = await guard.call(tool, {"query": "refund"}, ctx("acme"))
+            result = (await guard.call(tool, {"query": "refund"}, ctx("acme"))).result
             assert result["status"] == "ok" and result["total"] > 0
         assert guard.cache is not None
         assert guard.cache.stats.errors >= 3 and guard.cache.stats.hits == 0
@@ -150,7 +150,7 @@ async def test_entry_written_by_another_process_is_a_hit_here(redis_url: str, gu
             guard = Guard(cache=ToolCache(RedisStore(url={redis_url!r}, namespace="proc:")), cap=None)
             tool = SearchTool(backend.spec, backend)
             ctx = CallContext(state={{"tenant_id": "umbrella"}}, invocation_id="p", session_id="p")
-            result = await guard.call(tool, {{"query": "payout delayed"}}, ctx)
+            result = (await guard.call(tool, {{"query": "payout delayed"}}, ctx)).result
             print(json.dumps(result))
             await guard.aclose()
             await backend.close()
@@ -165,7 +165,7 @@ async def test_entry_written_by_another_process_is_a_hit_here(redis_url: str, gu
     guard = redis_guard(redis_url, "proc:")
     tool = SearchTool(backend.spec, backend)
     try:
-        here = await guard.call(tool, {"query": "Payout  Delayed"}, ctx("umbrella"))
+        here = (await guard.call(tool, {"query": "Payout  Delayed"}, ctx("umbrella"))).result
         assert here == written
         assert guard.cache is not None and guard.cache.stats.hits == 1
     finally:
@@ -184,13 +184,13 @@ async def test_tiered_store_serves_repeats_locally_and_shares_through_redis(redi
     guard_a = Guard(cache=ToolCache(TieredStore(local_a, RedisStore(url=redis_url, namespace="tier:"))), cap=None)
     guard_b = Guard(cache=ToolCache(TieredStore(local_b, RedisStore(url=redis_url, namespace="tier:"))), cap=None)
     try:
-        first = await guard_a.call(tool, {"query": "invoice locked"}, ctx("hooli"))
+        first = (await guard_a.call(tool, {"query": "invoice locked"}, ctx("hooli"))).result
         assert len(local_a) == 1 and len(local_b) == 0
-        assert await guard_b.call(tool, {"query": "INVOICE locked"}, ctx("hooli")) == first  # from Redis
+        assert (await guard_b.call(tool, {"query": "INVOICE locked"}, ctx("hooli"))).result == first  # from Redis
         assert len(local_b) == 1  # now copied into b's process
-        assert await guard_b.call(tool, {"query": "invoice locked"}, ctx("hooli")) == first  # from b's memory
+        assert (await guard_b.call(tool, {"query": "invoice locked"}, ctx("hooli"))).result == first  # from b's memory
         assert guard_b.cache is not None and guard_b.cache.stats.hits == 2
-        other = await guard_b.call(tool, {"query": "invoice locked"}, ctx("stark"))
+        other = (await guard_b.call(tool, {"query": "invoice locked"}, ctx("stark"))).result
         assert all(r["ticket_id"].startswith("STA-") for r in other["results"])
     finally:
         for g in (guard_a, guard_b):

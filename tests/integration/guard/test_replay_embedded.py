@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.backends.embedded_storage import write_spec_file
 from scopegate.cli import main as cli_main
 from scopegate.context import CallContext
 from scopegate.guard.calllog import CallLog
@@ -38,7 +39,7 @@ def with_boosts(path: Path, dest: Path, boosts: dict[str, float]) -> Path:
         backend.spec,
         text_fields=tuple(TextField(t.name, boosts.get(t.name, t.boost)) for t in backend.spec.text_fields),
     )
-    EmbeddedBackend(spec, dest)  # rewrites the stored spec beside the index
+    write_spec_file(dest, spec, replace=True)  # opening never rewrites it: only ingest/create (and this) do
     return dest
 
 
@@ -102,7 +103,7 @@ async def test_replay_reports_zero_result_flips_both_ways(
         raw = await backend.search(everything)
         assert 0 < raw.total <= 1000
         doomed = {h.doc_id for h in raw.hits}
-        await backend.delete(sorted(doomed))
+        await backend.delete(sorted(doomed), tenant="globex")
         await backend.ingest([
             {"ticket_id": "ACM-ZEBRA", "tenant_id": "acme", "product": "payments", "status": "open",
              "subject": "zebra unicorn", "body": "A zebra unicorn appeared in the refund flow."}
@@ -176,6 +177,7 @@ def issues_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
         result_fields=("title", "label"),
         snippet_field="body",
         fetch_name="get_issue",
+        field_combination="best_fields",  # boosts stay query-time settings (see guard_index)
     )
     path = tmp_path_factory.mktemp("issues") / "index"
     backend = EmbeddedBackend(spec, path)
@@ -237,7 +239,9 @@ def _config(tmp_path: Path, index_parent: Path, index_name: str, text_fields: li
                 "name": "search_tickets",
                 "description": "Search tickets.",
                 "index": index_name,
+                "id_field": "ticket_id",
                 "text_fields": text_fields,
+                "field_combination": "best_fields",
                 "filters": [
                     {"name": "product", "allowed": list(PRODUCTS)},
                     {"name": "status", "allowed": list(STATUSES)},

@@ -6,6 +6,8 @@ from dataclasses import replace
 from typing import Any
 
 from scopegate.context import CallContext
+from scopegate.examples.hostile import SPEC_PATH as HOSTILE_SPEC
+from scopegate.examples.hostile import TOKEN as HOSTILE_TOKEN
 from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, CUSTOMERS, REPORTS_KEY, STAFF_KEY
 from scopegate.openapi.runtime import (
@@ -43,8 +45,13 @@ POLICIES = {
     "cancelOrder": OperationPolicy(ownership=LOOKUP),
     "addOrderNote": OperationPolicy(ownership=LOOKUP),
 }
+# Passwords the tests set through createServer: sent to the API, never logged or echoed.
+ROOT_PASS = "hunter2-root-pass-8c1e4b"
+RECOVERY_PIN = "pin-5521-0077"
 # Only the secrets a test could leak; the assertions look for each of them everywhere.
-SECRETS = (STAFF_KEY, REPORTS_KEY, *(c.token for c in CUSTOMERS.values()))
+SECRETS = (STAFF_KEY, REPORTS_KEY, HOSTILE_TOKEN, *(c.token for c in CUSTOMERS.values()))
+SENSITIVE_VALUES = (ROOT_PASS, RECOVERY_PIN)
+MAX_BYTES = 1_000_000
 
 
 def staff_settings(base_url: str, **overrides: Any) -> ToolsetSettings:
@@ -71,6 +78,20 @@ def delegated_settings(base_url: str, **overrides: Any) -> ToolsetSettings:
     return replace(settings, credentials=creds, **overrides)
 
 
+def hostile_settings(base_url: str, **overrides: Any) -> ToolsetSettings:
+    """The hostile upstream with a bearer token from the service, a 1 MB limit and a short budget."""
+    settings = ToolsetSettings(
+        spec=HOSTILE_SPEC,
+        allow=("getBomb", "createServer"),
+        base_url=base_url,
+        credentials={"hostileToken": FromProvider(lambda ctx, scheme: HOSTILE_TOKEN)},
+        timeouts=Timeouts(connect=2.0, read=5.0, write=5.0, pool=2.0, total=2.0),
+        retry=RetryPolicy(max_attempts=2, base_delay=0.01, max_delay=0.05, max_retry_after=1.0),
+        max_response_bytes=MAX_BYTES,
+    )
+    return replace(settings, **overrides)
+
+
 def session(user: str, *, confirmed: bool | None = None, token: bool = True) -> CallContext:
     state: dict[str, Any] = {"user_id": user}
     if token:
@@ -87,10 +108,16 @@ __all__ = [
     "ALL_OPS",
     "BOB",
     "CUSTOMERS",
+    "HOSTILE_TOKEN",
+    "MAX_BYTES",
     "ORDER_OPS",
     "POLICIES",
+    "RECOVERY_PIN",
+    "ROOT_PASS",
     "SECRETS",
+    "SENSITIVE_VALUES",
     "delegated_settings",
+    "hostile_settings",
     "session",
     "staff_settings",
     "without_request_id",

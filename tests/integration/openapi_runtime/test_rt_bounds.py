@@ -16,7 +16,7 @@ from scopegate.openapi.runtime import OperationPolicy, OperationToolset, ShapeLi
 async def test_huge_body_is_not_read_whole(staff_toolset: OperationToolset) -> None:
     tracemalloc.start()
     try:
-        result = await staff_toolset.tool("getHuge").run({"size_kb": 100 * 1024}, session(ALICE))  # 100 MB
+        result = (await staff_toolset.tool("getHuge").run({"size_kb": 100 * 1024}, session(ALICE))).result  # 100 MB
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -25,7 +25,7 @@ async def test_huge_body_is_not_read_whole(staff_toolset: OperationToolset) -> N
 
 
 async def test_large_list_is_capped_with_totals(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("getHuge").run({"size_kb": 400}, session(ALICE))
+    result = (await staff_toolset.tool("getHuge").run({"size_kb": 400}, session(ALICE))).result
     assert result["status"] == "ok"
     assert result["truncated"] is True
     (capped,) = result["lists"]
@@ -36,7 +36,7 @@ async def test_large_list_is_capped_with_totals(staff_toolset: OperationToolset)
 
 
 async def test_long_string_is_capped(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("getHuge").run({"kind": "string", "size_kb": 300}, session(ALICE))
+    result = (await staff_toolset.tool("getHuge").run({"kind": "string", "size_kb": 300}, session(ALICE))).result
     text = result["untrusted"]["data"]["text"]
     assert len(text) <= 500 and text.endswith("…")
     assert result["strings_capped"] == 1
@@ -46,7 +46,7 @@ async def test_result_budget_holds_for_tight_settings(orders_service: RunningSer
     shape = ShapeLimits(max_list_items=50, max_string_chars=2000, max_result_chars=1500)
     toolset = OperationToolset(replace(staff_settings(orders_service.base_url), shape=shape))
     try:
-        result = await toolset.tool("listOrders").run({"limit": 100}, session(ALICE))
+        result = (await toolset.tool("listOrders").run({"limit": 100}, session(ALICE))).result
     finally:
         await toolset.aclose()
     assert result["status"] == "ok" and result["truncated"] is True
@@ -63,7 +63,7 @@ async def test_projection_keeps_only_configured_fields(orders_service: RunningSe
     }
     toolset = OperationToolset(replace(base, policies=policies))
     try:
-        result = await toolset.tool("listOrders").run({"limit": 3}, session(ALICE))
+        result = (await toolset.tool("listOrders").run({"limit": 3}, session(ALICE))).result
     finally:
         await toolset.aclose()
     assert result["untrusted"]["data"] == {
@@ -77,15 +77,15 @@ async def test_projection_keeps_only_configured_fields(orders_service: RunningSe
 
 
 async def test_nulls_and_empties_are_dropped_but_falsy_values_kept(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))
+    result = (await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))).result
     data = result["untrusted"]["data"]
     assert "note" not in data and "tracking_number" not in data and "line2" not in data["shipping_address"]
-    zero = await staff_toolset.tool("listOrders").run({"limit": 0}, session(ALICE))
+    zero = (await staff_toolset.tool("listOrders").run({"limit": 0}, session(ALICE))).result
     assert zero["untrusted"]["data"] == {"total": 25, "limit": 0, "offset": 0}
 
 
 async def test_injected_text_stays_under_untrusted(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("getOrder").run({"orderId": "ord_1003"}, session(ALICE))
+    result = (await staff_toolset.tool("getOrder").run({"orderId": "ord_1003"}, session(ALICE))).result
     assert "IGNORE ALL PREVIOUS INSTRUCTIONS" in result["untrusted"]["data"]["note"]
     outside = {k: v for k, v in result.items() if k != "untrusted"}
     assert "IGNORE" not in json.dumps(outside)
@@ -99,7 +99,7 @@ async def test_slow_response_is_cut_by_the_total_timeout(orders_service: Running
     toolset = OperationToolset(settings)
     try:
         started = time.monotonic()
-        result = await toolset.tool("getSlow").run({"seconds": 10}, session(ALICE))
+        result = (await toolset.tool("getSlow").run({"seconds": 10}, session(ALICE))).result
         elapsed = time.monotonic() - started
     finally:
         await toolset.aclose()
@@ -109,6 +109,6 @@ async def test_slow_response_is_cut_by_the_total_timeout(orders_service: Running
 
 
 async def test_huge_error_body_still_maps_its_status(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("simulateStatus").run({"code": 409, "pad_kb": 5 * 1024}, session(ALICE))
+    result = (await staff_toolset.tool("simulateStatus").run({"code": 409, "pad_kb": 5 * 1024}, session(ALICE))).result
     assert result["error_code"] == "CONFLICT"  # only a 64 KiB prefix was read, for the message
     assert len(json.dumps(result)) < 2000

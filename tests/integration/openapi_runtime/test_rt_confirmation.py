@@ -12,7 +12,7 @@ CANCEL = {"orderId": "ord_1001", "reason": "changed_mind"}
 
 async def test_reads_need_no_confirmation(staff_toolset: OperationToolset) -> None:
     assert not staff_toolset.tool("getOrder").requires_confirmation
-    result = await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))
+    result = (await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))).result
     assert result["status"] == "ok"
 
 
@@ -21,7 +21,7 @@ async def test_writes_ask_first_and_send_nothing(
 ) -> None:
     for op in ("updateShippingAddress", "cancelOrder", "addOrderNote", "postFlaky"):
         assert staff_toolset.tool(op).requires_confirmation, op
-    result = await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE))
+    result = (await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE))).result
     assert result["error_code"] == "CONFIRMATION_REQUIRED"
     assert result["confirmation"]["payload"] == {
         "tool": "cancelOrder",
@@ -35,7 +35,7 @@ async def test_writes_ask_first_and_send_nothing(
 
 
 async def test_rejection_sends_nothing(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
-    result = await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE, confirmed=False))
+    result = (await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE, confirmed=False))).result
     assert result["error_code"] == "CONFIRMATION_REJECTED"
     assert result["retryable"] is False
     assert orders_service.state.total_hits == 0
@@ -44,7 +44,7 @@ async def test_rejection_sends_nothing(staff_toolset: OperationToolset, orders_s
 
 
 async def test_approval_sends_it(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
-    result = await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE, confirmed=True))
+    result = (await staff_toolset.tool("cancelOrder").run(CANCEL, session(ALICE, confirmed=True))).result
     assert result["status"] == "ok", result
     assert result["untrusted"]["data"]["status"] == "cancelled"
     assert orders_service.state.hits("cancelOrder") == 1
@@ -55,7 +55,9 @@ async def test_approval_sends_it(staff_toolset: OperationToolset, orders_service
 async def test_invalid_arguments_are_reported_before_asking(
     staff_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
-    result = await staff_toolset.tool("cancelOrder").run({"orderId": "ord_1001", "reason": "bored"}, session(ALICE))
+    result = (
+        await staff_toolset.tool("cancelOrder").run({"orderId": "ord_1001", "reason": "bored"}, session(ALICE))
+    ).result
     assert result["error_code"] == "BAD_ARGUMENTS"
     assert result["fields"] == ["reason"]
     assert orders_service.state.total_hits == 0

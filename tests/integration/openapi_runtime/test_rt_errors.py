@@ -35,7 +35,7 @@ async def test_status_codes_map_to_error_codes(
 ) -> None:
     toolset = OperationToolset(replace(staff_settings(orders_service.base_url), retry=NO_RETRY))
     try:
-        result = await toolset.tool("simulateStatus").run({"code": code}, session(ALICE))
+        result = (await toolset.tool("simulateStatus").run({"code": code}, session(ALICE))).result
     finally:
         await toolset.aclose()
     assert result["status"] == "error"
@@ -45,7 +45,7 @@ async def test_status_codes_map_to_error_codes(
 
 
 async def test_bad_request_carries_the_api_message_trimmed_and_marked(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("simulateStatus").run({"code": 400}, session(ALICE))
+    result = (await staff_toolset.tool("simulateStatus").run({"code": 400}, session(ALICE))).result
     assert result["error_code"] == "BAD_REQUEST"
     text = result["untrusted"]["api_message"]
     assert text.startswith("Invalid request: the field 'postal_code'")
@@ -56,18 +56,20 @@ async def test_bad_request_carries_the_api_message_trimmed_and_marked(staff_tool
 
 
 async def test_real_conflict(staff_toolset: OperationToolset) -> None:
-    result = await staff_toolset.tool("cancelOrder").run(
-        {"orderId": "ord_1002", "reason": "other"}, session(ALICE, confirmed=True)
-    )
+    result = (
+        await staff_toolset.tool("cancelOrder").run(
+            {"orderId": "ord_1002", "reason": "other"}, session(ALICE, confirmed=True)
+        )
+    ).result
     assert result["error_code"] == "CONFLICT"
     assert "shipped" in result["untrusted"]["api_message"]
 
 
 async def test_rate_limited_with_retry_after(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
     # Retry-After (100 s) beyond the policy's max wait: no retry, the model is told when to come back.
-    result = await staff_toolset.tool("getRateLimited").run(
-        {"key": "r1", "times": 5, "retry_after": 100}, session(ALICE)
-    )
+    result = (
+        await staff_toolset.tool("getRateLimited").run({"key": "r1", "times": 5, "retry_after": 100}, session(ALICE))
+    ).result
     assert result["error_code"] == "RATE_LIMITED"
     assert result["retryable"] is True
     assert result["retry_after"] == 100
@@ -78,7 +80,7 @@ async def test_timeout(orders_service: RunningService) -> None:
     settings = staff_settings(orders_service.base_url, timeouts=Timeouts(connect=1, read=0.3, write=1, pool=1, total=1))
     toolset = OperationToolset(settings)
     try:
-        result = await toolset.tool("getSlow").run({"seconds": 5}, session(ALICE))
+        result = (await toolset.tool("getSlow").run({"seconds": 5}, session(ALICE))).result
     finally:
         await toolset.aclose()
     assert result["error_code"] == "TIMEOUT"
@@ -91,7 +93,7 @@ async def test_refused_connection_is_unavailable() -> None:
         port = sock.getsockname()[1]
     toolset = OperationToolset(staff_settings(f"http://127.0.0.1:{port}"))
     try:
-        result = await toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))
+        result = (await toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))).result
     finally:
         await toolset.aclose()
     assert result["error_code"] == "UNAVAILABLE"
@@ -102,7 +104,7 @@ async def test_refused_connection_is_unavailable() -> None:
 async def test_missing_credentials_send_nothing(
     delegated_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
-    result = await delegated_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE, token=False))
+    result = (await delegated_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE, token=False))).result
     assert result["error_code"] == "NOT_AUTHORIZED"
     assert orders_service.state.total_hits == 0
 
@@ -116,7 +118,7 @@ async def test_a_failing_credential_provider_is_an_internal_error_not_an_excepti
     base = staff_settings(orders_service.base_url)
     toolset = OperationToolset(replace(base, credentials={**base.credentials, "staffKey": FromProvider(broken)}))
     try:
-        result = await toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE, token=False))
+        result = (await toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE, token=False))).result
     finally:
         await toolset.aclose()
     assert result["error_code"] == "INTERNAL"
@@ -133,5 +135,5 @@ async def test_garbage_arguments_never_raise(staff_toolset: OperationToolset) ->
         {"x" * 10_000: 1},
         {"orderId": 1e308},
     ):
-        result = await tool.run(args, session(ALICE, confirmed=True))
+        result = (await tool.run(args, session(ALICE, confirmed=True))).result
         assert result["error_code"] == "BAD_ARGUMENTS", (args, result)

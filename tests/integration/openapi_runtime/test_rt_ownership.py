@@ -29,7 +29,7 @@ WRITES = ("updateShippingAddress", "cancelOrder", "addOrderNote")
 async def _call(toolset: OperationToolset, op: str, order_id: str, user: str) -> dict[str, Any]:
     tool = toolset.tool(op)
     ctx = session(user, confirmed=True if not tool.read_only else None)
-    return await tool.run({"orderId": order_id, **ORDER_CALLS[op]}, ctx)
+    return (await tool.run({"orderId": order_id, **ORDER_CALLS[op]}, ctx)).result
 
 
 async def test_own_orders_are_readable(any_toolset: OperationToolset) -> None:
@@ -61,13 +61,13 @@ async def test_other_customers_orders_are_refused_by_every_tool(
 async def test_list_is_scoped_by_session_not_by_model(any_toolset: OperationToolset) -> None:
     tool = any_toolset.tool("listOrders")
     assert "customer_id" not in tool.parameters_schema()["properties"]
-    result = await tool.run({"limit": 100}, session(BOB))
+    result = (await tool.run({"limit": 100}, session(BOB))).result
     assert result["status"] == "ok"
     data = result["untrusted"]["data"]
     assert data["total"] == len(BOB_ORDERS)
     assert {o["id"] for o in data["orders"]} == set(BOB_ORDERS)
     # The model cannot widen the scope by naming the customer itself.
-    sneaky = await tool.run({"customer_id": ALICE, "limit": 100}, session(BOB))
+    sneaky = (await tool.run({"customer_id": ALICE, "limit": 100}, session(BOB))).result
     assert sneaky["error_code"] == "BAD_ARGUMENTS"
     assert sneaky["fields"] == ["customer_id"]
 
@@ -75,7 +75,7 @@ async def test_list_is_scoped_by_session_not_by_model(any_toolset: OperationTool
 async def test_staff_key_list_is_filtered_inside_the_api_call(
     staff_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
-    result = await staff_toolset.tool("listOrders").run({"limit": 0}, session(ALICE, token=False))
+    result = (await staff_toolset.tool("listOrders").run({"limit": 0}, session(ALICE, token=False))).result
     assert result["untrusted"]["data"]["total"] == len(ALICE_ORDERS)
     assert orders_service.state.recorded()[-1].query == "limit=0&customer_id=cust_alice"
 
@@ -84,9 +84,9 @@ async def test_no_user_in_session_is_no_scope(staff_toolset: OperationToolset, o
     for op in ("listOrders", "getOrder", "cancelOrder"):
         tool = staff_toolset.tool(op)
         for state in ({}, {"user_id": ""}, {"user_id": None}):
-            result = await tool.run(
-                {"orderId": "ord_1001", "reason": "other"}, CallContext(state=state, confirmed=True)
-            )
+            result = (
+                await tool.run({"orderId": "ord_1001", "reason": "other"}, CallContext(state=state, confirmed=True))
+            ).result
             assert result["error_code"] == "NO_SCOPE", (op, state, result)
     assert orders_service.state.total_hits == 0
 

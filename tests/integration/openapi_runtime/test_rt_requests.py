@@ -16,7 +16,7 @@ YES = session(ALICE, confirmed=True)
 
 
 async def test_falsy_query_values_are_sent(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
-    result = await staff_toolset.tool("listOrders").run({"limit": 0, "offset": 0}, session(ALICE))
+    result = (await staff_toolset.tool("listOrders").run({"limit": 0, "offset": 0}, session(ALICE))).result
     assert result["status"] == "ok"
     assert orders_service.state.recorded()[-1].query == "limit=0&offset=0&customer_id=cust_alice"
 
@@ -33,7 +33,7 @@ async def test_json_body_with_empty_string_and_unicode(
         "postal_code": "0",
         "country": "FR",
     }
-    result = await staff_toolset.tool("updateShippingAddress").run(args, YES)
+    result = (await staff_toolset.tool("updateShippingAddress").run(args, YES)).result
     assert result["status"] == "ok", result
     record = orders_service.state.recorded()[-1]
     assert record.headers["content-type"] == "application/json"
@@ -44,9 +44,11 @@ async def test_json_body_with_empty_string_and_unicode(
 
 async def test_form_body(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
     text = "Ring twice & say 'hi' = ok? 100% #1 / é"
-    result = await staff_toolset.tool("addOrderNote").run(
-        {"orderId": "ord_1001", "text": text, "visible_to_courier": False}, YES
-    )
+    result = (
+        await staff_toolset.tool("addOrderNote").run(
+            {"orderId": "ord_1001", "text": text, "visible_to_courier": False}, YES
+        )
+    ).result
     assert result["status"] == "ok", result
     assert result["untrusted"]["data"]["note"] == text
     record = orders_service.state.recorded()[-1]
@@ -58,7 +60,7 @@ async def test_body_is_validated_against_the_original_schema(
     staff_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
     tool = staff_toolset.tool("updateShippingAddress")
-    result = await tool.run({"orderId": "ord_1001", "name": "", "line1": "x", "country": "france"}, YES)
+    result = (await tool.run({"orderId": "ord_1001", "name": "", "line1": "x", "country": "france"}, YES)).result
     assert result["error_code"] == "BAD_ARGUMENTS"
     assert result["fields"] == ["city", "country", "name", "postal_code"]
     problems = {p["field"]: p["problem"] for p in result["problems"]}
@@ -70,10 +72,10 @@ async def test_body_is_validated_against_the_original_schema(
 async def test_integral_floats_from_models_are_accepted(
     staff_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
-    result = await staff_toolset.tool("listOrders").run({"limit": 2.0}, session(ALICE))
+    result = (await staff_toolset.tool("listOrders").run({"limit": 2.0}, session(ALICE))).result
     assert result["status"] == "ok"
     assert orders_service.state.recorded()[-1].query.startswith("limit=2&")
-    bad = await staff_toolset.tool("listOrders").run({"limit": 2.5}, session(ALICE))
+    bad = (await staff_toolset.tool("listOrders").run({"limit": 2.5}, session(ALICE))).result
     assert bad["error_code"] == "BAD_ARGUMENTS"
 
 

@@ -55,11 +55,11 @@ async def test_no_secret_in_responses_errors_or_logs(
     )
     try:
         results = [
-            await delegated.tool("getMe").run({}, session(ALICE)),  # echoes the bearer token back
-            await toolset.tool("getSalesSummary").run({}, session(ALICE)),  # key in the query string
-            await wrong.tool("getSalesSummary").run({}, session(ALICE)),  # 400 quoting the key it got
-            await toolset.tool("getOrder").run({"orderId": "ord_2001"}, session(ALICE)),
-            await toolset.tool("simulateStatus").run({"code": 401}, session(ALICE)),
+            (await delegated.tool("getMe").run({}, session(ALICE))).result,  # echoes the bearer token back
+            (await toolset.tool("getSalesSummary").run({}, session(ALICE))).result,  # key in the query string
+            (await wrong.tool("getSalesSummary").run({}, session(ALICE))).result,  # 400 quoting the key it got
+            (await toolset.tool("getOrder").run({"orderId": "ord_2001"}, session(ALICE))).result,
+            (await toolset.tool("simulateStatus").run({"code": 401}, session(ALICE))).result,
         ]
     finally:
         await toolset.aclose()
@@ -88,10 +88,11 @@ async def test_log_line_has_names_not_values(staff_toolset: OperationToolset, ca
         "postal_code": "75001",
         "country": "FR",
     }
-    result = await tool.run(args, session(ALICE, confirmed=True))
+    outcome = await tool.run(args, session(ALICE, confirmed=True))
+    result = outcome.result
     (record,) = [r for r in caplog.records if r.name == "scopegate.openapi.calls"]
     line = json.loads(record.getMessage())
-    assert line == tool.log_fields(args, result)
+    assert line == outcome.log
     assert line["operation_id"] == "updateShippingAddress"
     assert line["method"] == "PUT"
     assert line["path"] == "/orders/{orderId}/shipping-address"
@@ -103,5 +104,5 @@ async def test_log_line_has_names_not_values(staff_toolset: OperationToolset, ca
 
 
 async def test_request_id_is_sent_to_the_api(staff_toolset: OperationToolset, orders_service: RunningService) -> None:
-    result = await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))
+    result = (await staff_toolset.tool("getOrder").run({"orderId": "ord_1001"}, session(ALICE))).result
     assert orders_service.state.recorded()[-1].headers["x-request-id"] == result["request_id"]

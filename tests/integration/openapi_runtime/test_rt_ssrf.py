@@ -60,7 +60,7 @@ async def test_path_parameters_cannot_change_the_path_or_host(
 ) -> None:
     tool = staff_toolset.tool("getOrder")
     for value in injections(attacker_url):
-        result = await tool.run({"orderId": value}, session(ALICE))
+        result = (await tool.run({"orderId": value}, session(ALICE))).result
         assert result["status"] == "error", (value, result)
         assert result["error_code"] in ("NOT_FOUND", "BAD_ARGUMENTS"), (value, result)
     for record in orders_service.state.recorded():
@@ -77,10 +77,10 @@ async def test_cross_origin_redirects_are_not_followed(
     staff_toolset: OperationToolset, orders_service: RunningService, attacker: RunningService, attacker_url: str
 ) -> None:
     host = attacker_url.removeprefix("http://")
-    result = await staff_toolset.tool("redirectExternal").run({}, session(ALICE))
+    result = (await staff_toolset.tool("redirectExternal").run({}, session(ALICE))).result
     assert result["error_code"] == "REDIRECT_BLOCKED"
     for target in (attacker_url + "/steal", "//" + host + "/steal", "http://localhost:1/", "https://127.0.0.1/"):
-        result = await staff_toolset.tool("openRedirect").run({"to": target}, session(ALICE))
+        result = (await staff_toolset.tool("openRedirect").run({"to": target}, session(ALICE))).result
         assert result["error_code"] == "REDIRECT_BLOCKED", (target, result)
     assert attacker.state.total_hits == 0
     assert orders_service.state.hits("openRedirect") == 4
@@ -89,11 +89,11 @@ async def test_cross_origin_redirects_are_not_followed(
 async def test_same_origin_redirect_is_followed_and_still_owner_checked(
     staff_toolset: OperationToolset, orders_service: RunningService
 ) -> None:
-    ok = await staff_toolset.tool("getOrderLegacy").run({"orderId": "ord_1001"}, session(ALICE))
+    ok = (await staff_toolset.tool("getOrderLegacy").run({"orderId": "ord_1001"}, session(ALICE))).result
     assert ok["status"] == "ok" and ok["untrusted"]["data"]["id"] == "ord_1001"
-    refused = await staff_toolset.tool("getOrderLegacy").run({"orderId": "ord_2001"}, session(ALICE))
+    refused = (await staff_toolset.tool("getOrderLegacy").run({"orderId": "ord_2001"}, session(ALICE))).result
     assert refused["error_code"] == "NOT_FOUND"
-    same = await staff_toolset.tool("openRedirect").run({"to": "/orders/ord_1001"}, session(ALICE))
+    same = (await staff_toolset.tool("openRedirect").run({"to": "/orders/ord_1001"}, session(ALICE))).result
     assert same["status"] == "ok"
     assert orders_service.state.hits("getOrderLegacy") == 2
 
@@ -101,7 +101,7 @@ async def test_same_origin_redirect_is_followed_and_still_owner_checked(
 async def test_redirects_can_be_switched_off(orders_service: RunningService, attacker: RunningService) -> None:
     toolset = OperationToolset(replace(staff_settings(orders_service.base_url), redirects="none"))
     try:
-        result = await toolset.tool("getOrderLegacy").run({"orderId": "ord_1001"}, session(ALICE))
+        result = (await toolset.tool("getOrderLegacy").run({"orderId": "ord_1001"}, session(ALICE))).result
         assert result["error_code"] == "UPSTREAM_ERROR"
         assert orders_service.state.hits("getOrder") == 0
     finally:
@@ -113,7 +113,7 @@ async def test_query_values_stay_values(
 ) -> None:
     tool = staff_toolset.tool("getFlaky")
     for key in ("k&failures=9", "k#x", "k?failures=9", "k=1;failures=9", "k%26failures=9"):
-        result = await tool.run({"key": key, "failures": 0}, session(ALICE))
+        result = (await tool.run({"key": key, "failures": 0}, session(ALICE))).result
         assert result["status"] == "ok", (key, result)
         # The server saw the whole value as the key: nothing leaked into the query or path.
         assert result["untrusted"]["data"]["key"] == key
@@ -121,8 +121,8 @@ async def test_query_values_stay_values(
         assert record.query == "failures=0", record
         assert record.raw_path.count("/") == 2, record
         assert record.raw_path.startswith("/flaky/"), record
-    as_url = await tool.run({"key": attacker_url, "failures": 0}, session(ALICE))
+    as_url = (await tool.run({"key": attacker_url, "failures": 0}, session(ALICE))).result
     assert as_url["error_code"] == "NOT_FOUND"  # sent as one encoded segment; no such route
-    bad = await tool.run({"key": "q", "failures": "0&x=1"}, session(ALICE))
+    bad = (await tool.run({"key": "q", "failures": "0&x=1"}, session(ALICE))).result
     assert bad["error_code"] == "BAD_ARGUMENTS"
     assert attacker.state.total_hits == 0

@@ -56,9 +56,9 @@ def test_declarations_hide_the_account_and_credentials(twilio: OperationToolset)
 
 async def test_form_body_and_basic_auth_arrive(twilio: OperationToolset, attacker: RunningService) -> None:
     args = {"To": "+15551234567", "From": "+15557654321", "Body": "Code 0 & more", "SendAsMms": False}
-    asked = await twilio.tool("CreateMessage").run(args, CallContext(state=STATE))
+    asked = (await twilio.tool("CreateMessage").run(args, CallContext(state=STATE))).result
     assert asked["error_code"] == "CONFIRMATION_REQUIRED" and attacker.state.total_hits == 0
-    result = await twilio.tool("CreateMessage").run(args, CallContext(state=STATE, confirmed=True))
+    result = (await twilio.tool("CreateMessage").run(args, CallContext(state=STATE, confirmed=True))).result
     assert result["status"] == "ok", result
     (record,) = attacker.state.recorded()
     assert record.method == "POST"
@@ -77,19 +77,21 @@ async def test_form_body_and_basic_auth_arrive(twilio: OperationToolset, attacke
 
 async def test_scope_cannot_be_chosen_and_ids_cannot_escape(twilio: OperationToolset, attacker: RunningService) -> None:
     fetch = twilio.tool("FetchMessage")
-    sneaky = await fetch.run({"AccountSid": OTHER_ACCOUNT, "Sid": MESSAGE}, CallContext(state=STATE))
+    sneaky = (await fetch.run({"AccountSid": OTHER_ACCOUNT, "Sid": MESSAGE}, CallContext(state=STATE))).result
     assert sneaky["error_code"] == "BAD_ARGUMENTS" and sneaky["fields"] == ["AccountSid"]
     for sid in ("../../Calls", MESSAGE + "/../x", "%2E%2E", MESSAGE + "?Page=1"):
-        result = await fetch.run({"Sid": sid}, CallContext(state=STATE))
+        result = (await fetch.run({"Sid": sid}, CallContext(state=STATE))).result
         assert result["error_code"] == "BAD_ARGUMENTS", (sid, result)
-    ok = await fetch.run({"Sid": MESSAGE}, CallContext(state=STATE))
+    ok = (await fetch.run({"Sid": MESSAGE}, CallContext(state=STATE))).result
     assert ok["status"] == "ok"
-    listed = await twilio.tool("ListMessage").run({"query_DateSent": "2024-01-01", "Page": 0}, CallContext(state=STATE))
+    listed = (
+        await twilio.tool("ListMessage").run({"query_DateSent": "2024-01-01", "Page": 0}, CallContext(state=STATE))
+    ).result
     assert listed["status"] == "ok"
     paths = [(r.raw_path, r.query) for r in attacker.state.recorded()]
     assert paths == [
         (f"/2010-04-01/Accounts/{ACCOUNT}/Messages/{MESSAGE}.json", ""),
         (f"/2010-04-01/Accounts/{ACCOUNT}/Messages.json", "DateSent%3C=2024-01-01&Page=0"),
     ]
-    no_account = await fetch.run({"Sid": MESSAGE}, CallContext(state={"twilio_token": TOKEN}))
+    no_account = (await fetch.run({"Sid": MESSAGE}, CallContext(state={"twilio_token": TOKEN}))).result
     assert no_account["error_code"] == "NO_SCOPE"

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opensearch_helpers import unique_spec
+from opensearch_helpers import no_node, unique_spec
 
 from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.demo.corpus import generate_tickets
@@ -26,14 +26,6 @@ from scopegate.search.spec import SearchSpec
 
 REPO = Path(__file__).resolve().parents[3]
 PER_TENANT = 400
-
-
-def no_node(reason: str) -> None:
-    message = f"OpenSearch node not available: {reason}"
-    if os.environ.get("CI"):
-        pytest.fail(message + " (CI is set, so this is a failure, not a skip)", pytrace=False)
-    print(f"\nSKIP: {message}")
-    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")

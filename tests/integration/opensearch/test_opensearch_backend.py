@@ -169,7 +169,7 @@ async def test_upsert_delete_and_generation(opensearch_url: str, corpus: list[di
         assert await backend.count(Scope("stark")) == 20
         hits = (await backend.search(query(spec, "zebra", "stark"))).hits
         assert [h.doc_id for h in hits] == [docs[0]["ticket_id"]]
-        assert await backend.delete([docs[0]["ticket_id"], docs[1]["ticket_id"]]) == 2
+        assert await backend.delete([docs[0]["ticket_id"], docs[1]["ticket_id"]], tenant=docs[0]["tenant_id"]) == 2
         assert await backend.get(docs[0]["ticket_id"], Scope("stark")) is None
         assert await backend.count(Scope("stark")) == 18
         assert await backend.generation() != g2

@@ -74,9 +74,10 @@ async def fault_backend(
 
 
 async def timed(coro: Any) -> tuple[Any, float]:
+    """The tool's result (what the model sees) and how long the call took."""
     started = time.monotonic()
-    result = await coro
-    return result, time.monotonic() - started
+    outcome = await coro
+    return outcome.result, time.monotonic() - started
 
 
 def assert_unavailable(out: dict[str, Any], elapsed: float) -> None:
@@ -90,7 +91,7 @@ def assert_unavailable(out: dict[str, Any], elapsed: float) -> None:
 async def wait_ok(tool: SearchTool, args: dict[str, Any], attempts: int = 40) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for _ in range(attempts):
-        out = await tool.run(args, STATE)
+        out = (await tool.run(args, STATE)).result
         if out["status"] == "ok":
             return out
         await asyncio.sleep(0.25)
@@ -104,7 +105,7 @@ async def test_node_stopped_mid_run_then_recovers(
     search = SearchTool(fault_spec, fault_backend)
     fetch = FetchTool(fault_spec, fault_backend)
     args = {"query": "refund failed", "product": "payments"}
-    before = await search.run(args, STATE)
+    before = (await search.run(args, STATE)).result
     assert before["status"] == "ok" and before["total"] > 0
 
     port = int(url.rsplit(":", 1)[1])
@@ -135,7 +136,7 @@ async def test_frozen_node_hits_the_client_timeout(
     node, _url = fault_node
     search = SearchTool(fault_spec, fault_backend)
     args = {"query": "payout delayed"}
-    assert (await search.run(args, STATE))["status"] == "ok"
+    assert ((await search.run(args, STATE)).result)["status"] == "ok"
     pid = node.pid()
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
@@ -229,7 +230,7 @@ async def test_failed_shard_is_flagged_partial(opensearch_url: str) -> None:
         assert result.partial
         assert result.partial_reason == "1 of 2 shards failed"
         assert result.hits and all(h.doc_id.startswith("ACM-") for h in result.hits)
-        out = await SearchTool(spec, backend).run({"query": "refund"}, STATE)
+        out = (await SearchTool(spec, backend).run({"query": "refund"}, STATE)).result
         assert out["status"] == "ok" and out["partial"] is True
         strict = OpenSearchBackend(spec, opensearch_url, on_partial="error")
         try:
@@ -246,11 +247,11 @@ async def test_missing_index_through_the_tool(opensearch_url: str) -> None:
     spec = unique_spec()
     backend = OpenSearchBackend(spec, opensearch_url)
     try:
-        out = await SearchTool(spec, backend).run({"query": "refund"}, STATE)
+        out = (await SearchTool(spec, backend).run({"query": "refund"}, STATE)).result
         assert out["status"] == "error" and out["error_code"] == SEARCH_UNAVAILABLE
         assert out["retryable"] is False
         assert out["missing"] == f"{spec.index}-read"
-        fetched = await FetchTool(spec, backend).run({"id": "ACM-00001"}, STATE)
+        fetched = (await FetchTool(spec, backend).run({"id": "ACM-00001"}, STATE)).result
         assert fetched["error_code"] == SEARCH_UNAVAILABLE and fetched["missing"] == f"{spec.index}-read"
     finally:
         await backend.close()

@@ -87,7 +87,7 @@ async def test_tool_search_never_crosses_tenants(
     args: dict[str, Any] = {"query": text, "page": page}
     if product:
         args["product"] = product
-    out = await SearchTool(backend.spec, backend).run(args, CallContext(state={"tenant_id": tenant}))
+    out = (await SearchTool(backend.spec, backend).run(args, CallContext(state={"tenant_id": tenant}))).result
     if out["status"] == "error":
         assert out["error_code"] == "BAD_QUERY", out
         return
@@ -118,7 +118,7 @@ async def test_fetch_never_crosses_tenants(two_tenants: Any, doc: int, owner_ten
     backend, _owner, _docs = two_tenants
     other = TENANTS[1] if owner_tenant == TENANTS[0] else TENANTS[0]
     doc_id = f"{owner_tenant}-{doc}{suffix}"
-    out = await FetchTool(backend.spec, backend).run({"id": doc_id}, CallContext(state={"tenant_id": other}))
+    out = (await FetchTool(backend.spec, backend).run({"id": doc_id}, CallContext(state={"tenant_id": other}))).result
     assert out["status"] == "error" and out["error_code"] in {"NOT_FOUND", "BAD_ARGUMENTS"}
     assert await backend.get(doc_id, Scope(other)) is None
 
@@ -127,7 +127,7 @@ async def test_injection_ticket_cannot_widen_scope(os_backend: OpenSearchBackend
     """The planted ticket's instruction, sent as arguments, reaches nothing outside initech."""
     tool = SearchTool(os_backend.spec, os_backend)
     state = CallContext(state={"tenant_id": "initech"})
-    first = await tool.run({"query": "apple pay refund failed read this first"}, state)
+    first = (await tool.run({"query": "apple pay refund failed read this first"}, state)).result
     assert INJECTION_ID in [r["ticket_id"] for r in first["results"]]
     for args in (
         {"query": "tenant_id:* OR tenant_id:acme refund"},
@@ -135,13 +135,15 @@ async def test_injection_ticket_cannot_widen_scope(os_backend: OpenSearchBackend
         {"query": "refund", "product": "payments OR 1=1"},
         {"query": '{"bool":{"must":[{"match_all":{}}]}}'},
     ):
-        out = await tool.run(args, state)
+        out = (await tool.run(args, state)).result
         assert out["status"] == "error" or all(r["ticket_id"].startswith("INI-") for r in out["results"]), out
-    total_initech = (await tool.run({"query": "refund"}, state))["total"]
+    total_initech = ((await tool.run({"query": "refund"}, state)).result)["total"]
     assert 0 < total_initech <= await os_backend.count(Scope("initech"))
     # The fetch tool refuses the planted ticket to every other tenant.
     for tenant in ("acme", "globex"):
-        out = await FetchTool(os_backend.spec, os_backend).run(
-            {"id": INJECTION_ID}, CallContext(state={"tenant_id": tenant})
-        )
+        out = (
+            await FetchTool(os_backend.spec, os_backend).run(
+                {"id": INJECTION_ID}, CallContext(state={"tenant_id": tenant})
+            )
+        ).result
         assert out["error_code"] == "NOT_FOUND"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from opensearch_helpers import unique_spec
+
 from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.context import CallContext
 from scopegate.guard.calllog import CallLog, MemorySink
@@ -35,13 +37,27 @@ async def _log_workload(tool: SearchTool) -> list[dict[str, Any]]:
             args: dict[str, Any] = {"query": text}
             if product:
                 args["product"] = product
-            out = await guard.call(tool, args, CallContext(state={"tenant_id": tenant}, invocation_id=f"inv-{tenant}"))
+            out = (
+                await guard.call(tool, args, CallContext(state={"tenant_id": tenant}, invocation_id=f"inv-{tenant}"))
+            ).result
             assert out["status"] == "ok", out
     assert call_log.flush(timeout_s=10)  # the call log is written by a background thread
     return sink.records()
 
 
-async def test_replay_on_opensearch(os_backend: OpenSearchBackend, os_spec: SearchSpec, opensearch_url: str) -> None:
+async def test_replay_on_opensearch(opensearch_url: str, corpus: list[dict[str, Any]]) -> None:
+    # best_fields: boosts are query-time settings there (under combined_fields they are part of the index).
+    os_spec = unique_spec(field_combination="best_fields")
+    os_backend = OpenSearchBackend(os_spec, opensearch_url)
+    assert (await os_backend.ingest(corpus, batch_size=1000)).indexed == len(corpus)
+    try:
+        await _check_replay(os_backend, os_spec, opensearch_url)
+    finally:
+        await os_backend.drop()
+        await os_backend.close()
+
+
+async def _check_replay(os_backend: OpenSearchBackend, os_spec: SearchSpec, opensearch_url: str) -> None:
     records = await _log_workload(SearchTool(os_spec, os_backend))
     calls, skipped = collect_searches(records)
     assert len(calls) == len(TENANTS) * len(WORKLOAD) and skipped == 0

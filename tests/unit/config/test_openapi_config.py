@@ -103,3 +103,28 @@ def test_confirm_never_is_not_a_policy(tmp_path: Path) -> None:
     with pytest.raises(ConfigValidationError) as info:
         load_config(write(tmp_path, orders_entry(confirm="never")), environ={})
     assert info.value.problems[0].path == "openapi[0].confirm"
+
+
+async def test_a_multi_file_spec_from_the_config(tmp_path: Path) -> None:
+    """`spec` is the root file; `allow_external_refs` lets its $refs reach the files next to it."""
+    (tmp_path / "ops").mkdir()
+    (tmp_path / "ops" / "list.yaml").write_text(
+        "operationId: listThings\nparameters:\n  - {name: limit, in: query, schema: {type: integer}}\n"
+        "responses: {'200': {description: ok}}\n",
+        "utf-8",
+    )
+    root = tmp_path / "api.yaml"
+    root.write_text(
+        "openapi: 3.0.3\ninfo: {title: t, version: '1'}\nservers: [{url: 'https://api.example.test'}]\n"
+        "paths:\n  /things:\n    get: {$ref: 'ops/list.yaml'}\n",
+        "utf-8",
+    )
+    entry = {"name": "things", "spec": str(root), "allow": ["listThings"]}
+    with pytest.raises(ConfigError, match="external references are disabled"):
+        await build_app(load_config(write(tmp_path, entry), environ={}), guard=None)
+    app = await build_app(load_config(write(tmp_path, {**entry, "allow_external_refs": True}), environ={}), guard=None)
+    try:
+        (decl,) = declarations(app.tools)
+        assert list(decl["parameters"]["properties"]) == ["limit"]
+    finally:
+        await app.aclose()

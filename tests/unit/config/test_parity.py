@@ -85,7 +85,7 @@ def adk_declarations(tools: list[Any]) -> list[dict[str, Any]]:
 async def run_all(tools: list[ScopedTool], tenant: str, invocation: str | None = None) -> list[dict[str, Any]]:
     by_name = {t.name: t for t in tools}
     ctx = CallContext(state={"tenant_id": tenant}, invocation_id=invocation)
-    return [await by_name[name].run(args, ctx) for name, args in CALLS]
+    return [(await by_name[name].run(args, ctx)).result for name, args in CALLS]
 
 
 def test_config_spec_equals_python_spec(config_path: Callable[..., Path]) -> None:
@@ -134,8 +134,11 @@ async def test_same_results_through_guards(config_path: Callable[..., Path], dat
         from_config = await run_all(app.tools, "acme", invocation="turn-1")
         from_python = await run_all(py_tools, "acme", invocation="turn-1")
         assert from_config == from_python
-        # The cap of 5 search-family calls per invocation applies identically.
-        assert [r.get("error_code") for r in from_config[5:]] == ["CALL_LIMIT"] * (len(CALLS) - 5)
+        # The cap of 5 search-family calls per invocation applies identically; fetches are another family.
+        searches = [r for (name, _), r in zip(CALLS, from_config, strict=True) if name == "search_tickets"]
+        fetches = [r for (name, _), r in zip(CALLS, from_config, strict=True) if name == "get_ticket"]
+        assert [r.get("error_code") for r in searches[5:]] == ["CALL_LIMIT"] * (len(searches) - 5)
+        assert fetches and all(r.get("error_code") != "CALL_LIMIT" for r in fetches)
     finally:
         await app.aclose()
         await guard.aclose()
@@ -226,10 +229,13 @@ async def test_rate_limit_and_call_log_from_config(config_path: Callable[..., Pa
     try:
         ctx = CallContext(state={"tenant_id": "acme"}, invocation_id="t1")
         codes = [
-            (await app.tool("search_tickets").run({"query": f"refund {i}"}, ctx)).get("error_code") for i in range(3)
+            ((await app.tool("search_tickets").run({"query": f"refund {i}"}, ctx)).result).get("error_code")
+            for i in range(3)
         ]
         assert codes == [None, None, "RATE_LIMITED"]
-        other = await app.tool("search_tickets").run({"query": "refund"}, CallContext(state={"tenant_id": "globex"}))
+        other = (
+            await app.tool("search_tickets").run({"query": "refund"}, CallContext(state={"tenant_id": "globex"}))
+        ).result
         assert other["status"] == "ok"  # the bucket is per tenant
         app.guard.call_log.flush()
         lines = (tmp_path / "calls.jsonl").read_text("utf-8").splitlines()

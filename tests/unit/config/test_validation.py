@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from jsonschema import Draft202012Validator
 
-from scopegate.config import ConfigValidationError, config_schema, load_config
+from scopegate.config import AppConfig, ConfigValidationError, config_schema, load_config
 from scopegate.config.loader import expand_env, format_path, load_raw
 from scopegate.errors import ConfigError
+
+EXAMPLE_CONFIG = Path(__file__).resolve().parents[3] / "examples" / "scopegate.yaml"
 
 Write = Callable[..., Path]
 
@@ -223,7 +228,7 @@ def test_relative_paths_resolve_against_the_config_folder(base: dict[str, Any], 
     (sub / "c.yaml").write_text(__import__("yaml").safe_dump(base), "utf-8")
     config = load_config(sub / "c.yaml", environ={})
     assert config.auth.token_table == sub / "tokens.yaml"
-    assert config.guards.log_path == sub / "logs" / "calls.jsonl"
+    assert config.guards.log is not None and config.guards.log.path == sub / "logs" / "calls.jsonl"
     assert config.backends["local"].index_path("tickets") == sub / "data" / "tickets"  # type: ignore[union-attr]
 
 
@@ -232,3 +237,87 @@ def test_example_config_is_valid() -> None:
     assert [t.spec.name for t in config.search_tools] == ["search_tickets"]
     assert config.auth.token_table is not None and config.auth.token_table.exists()
     assert config.stdio.tenant == "acme"
+
+
+# -- issue 10: one model -> schema, validation with lines ------------------------------------
+def test_problems_name_file_and_line_in_every_format(base: dict[str, Any], write: Write) -> None:
+    base["search_tools"][0]["page_size"] = 0
+    base["search_tools"][0]["fetch_nme"] = "x"
+    yaml_text = yaml.safe_dump(base, sort_keys=False)
+    lines = yaml_text.splitlines()
+    page_line = next(i for i, line in enumerate(lines, 1) if "page_size" in line)
+    extra_line = next(i for i, line in enumerate(lines, 1) if "fetch_nme" in line)
+    json_text = json.dumps(base, indent=1)
+    json_lines = json_text.splitlines()
+    json_page = next(i for i, line in enumerate(json_lines, 1) if "page_size" in line)
+    for path, page, extra in (
+        (write(yaml_text, "c.yaml"), page_line, extra_line),
+        (write(json_text, "c.json"), json_page, next(i for i, ln in enumerate(json_lines, 1) if "fetch_nme" in ln)),
+    ):
+        with pytest.raises(ConfigValidationError) as info:
+            load_config(path, environ={})
+        by_path = {p.path: p for p in info.value.problems}
+        assert by_path["search_tools[0].page_size"].line == page
+        assert by_path["search_tools[0]"].line == extra  # the line of the unknown key itself
+        assert f"{path}:{page}: search_tools[0].page_size: 0 is less than the minimum of 1" in str(info.value)
+    toml = 'version = 1\n[backends.local]\ntype = "embedded"\npath = "./d"\n[[search_tools]]\nbackend = "local"\n'
+    toml += 'name = "s"\ndescription = "d"\ntext_fields = ["body"]\npage_size = 0\n'
+    with pytest.raises(ConfigValidationError) as info:
+        load_config(write(toml, "c.toml"), environ={})
+    assert info.value.problems[0].line == 10  # TOML: best effort, `key =` lines and table headers
+
+
+def test_cross_key_problems_have_lines_too(base: dict[str, Any], write: Write) -> None:
+    base["search_tools"][0]["backend"] = "remote"
+    text = yaml.safe_dump(base, sort_keys=False)
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if "backend: remote" in ln)
+    with pytest.raises(ConfigValidationError) as info:
+        load_config(write(text), environ={})
+    assert info.value.problems[0].path == "search_tools[0].backend" and info.value.problems[0].line == line
+
+
+def test_page_size_beyond_the_budget_is_refused(base: dict[str, Any], write: Write) -> None:
+    base["search_tools"][0]["page_size"] = 50
+    found = problems_of(write(base))
+    assert "at most" in found["search_tools[0].page_size"]
+    base["search_tools"][0]["hits_char_budget"] = 50 * 200
+    assert load_config(write(base), environ={}).search_tools[0].spec.page_size == 50
+
+
+def test_scope_keys_come_from_the_scope_section_only(base: dict[str, Any], write: Write) -> None:
+    base["scope"] = {"state_keys": {"tenant": "org", "groups": "teams"}}
+    spec = load_config(write(base), environ={}).search_tools[0].spec
+    assert (spec.scope_keys.tenant, spec.scope_keys.groups) == ("org", "teams")
+    base["search_tools"][0]["scope_keys"] = {"tenant": "other"}
+    assert "scope.state_keys" in problems_of(write(base))["search_tools[0].scope_keys"]
+
+
+def test_yaml_1_1_booleans_are_strings_now(base: dict[str, Any], write: Write) -> None:
+    # One YAML path for configs and specs: the YAML 1.2 core schema (OpenAPI 3.1 requires it).
+    text = yaml.safe_dump(base, sort_keys=False) + "guards:\n  enabled: yes\n"
+    assert "not of type 'boolean'" in problems_of(write(text))["guards.enabled"]
+
+
+def test_schema_is_generated_from_the_model() -> None:
+    from scopegate.search.spec import SpecFields
+
+    schema = config_schema()
+    defs = schema["$defs"]
+    entry = defs["SearchToolConfig"]
+    spec_keys = {f.name for f in dataclasses.fields(SpecFields)}
+    # The spec's own keys, no second list.
+    assert set(entry["properties"]) == spec_keys | {"backend", "fetch", "aggregate"}
+    assert entry["additionalProperties"] is False and "scope_keys" not in entry["properties"]
+    assert entry["properties"]["backend"]["description"] == "Name of an entry under `backends`."
+    assert entry["properties"]["page_size"]["maximum"] == 50
+    assert set(schema["properties"]) == {f.name for f in dataclasses.fields(AppConfig)} - {"source"}
+
+
+def test_the_example_config_validates_against_the_printed_schema() -> None:
+    data, problems = expand_env(yaml.safe_load(EXAMPLE_CONFIG.read_text("utf-8")), {})
+    assert problems == []
+    errors = list(Draft202012Validator(config_schema()).iter_errors(data))
+    assert errors == []
+    bad = json.loads(json.dumps(data))
+    bad["search_tools"][0]["page_sise"] = 5
+    assert list(Draft202012Validator(config_schema()).iter_errors(bad))  # editors flag unknown keys

@@ -14,6 +14,8 @@ from typing import Any
 from scopegate.context import CallContext
 from scopegate.errors import BAD_QUERY, NO_SCOPE, tool_error
 from scopegate.scope import Scope, ScopeKeys, ScopeMissing, read_scope
+from scopegate.search.normalise import search_cache_args
+from scopegate.tools import ToolOutcome
 
 KEYS = ScopeKeys(tenant="tenant_id", groups="group_ids", user="user_id")
 
@@ -23,6 +25,8 @@ class ListSearchTool:
 
     family = "search"
     read_only = True
+    requires_confirmation = False
+    scope_keys = KEYS
 
     def __init__(self, docs: list[dict[str, str]], *, name: str = "search_docs", page_size: int = 5) -> None:
         self.name = name
@@ -38,6 +42,16 @@ class ListSearchTool:
     async def generation(self) -> str:
         return f"g{self._generation}"
 
+    def cache_args(self, args: Mapping[str, Any]) -> Any:
+        return search_cache_args(args)
+
+    def describe(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "query": " ".join(str(args.get("query", "")).lower().split()),
+            "filters": {},
+            "page": args.get("page", 1),
+        }
+
     def parameters_schema(self) -> dict[str, Any]:
         return {"type": "object", "properties": {"query": {"type": "string"}, "page": {"type": "integer"}}}
 
@@ -48,18 +62,18 @@ class ListSearchTool:
             return None
 
     def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "query": " ".join(str(args.get("query", "")).lower().split()),
-            "filters": {},
-            "page": args.get("page", 1),
-        }
+        fields = self.describe(args)
         if result.get("status") == "ok":
             fields.update(total=result["total"], total_relation="eq", ids=[r["id"] for r in result["results"]])
         else:
             fields["error_code"] = result.get("error_code")
         return fields
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
+        result = await self.answer(args, ctx)
+        return ToolOutcome(result, self.log_fields(args, result))
+
+    async def answer(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
         self.runs += 1
         scope = self.scope_of(ctx)
         if scope is None:
@@ -82,7 +96,7 @@ class ListSearchTool:
 class RaisingTool(ListSearchTool):
     """Breaks the never-raise contract."""
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def answer(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
         self.runs += 1
         raise RuntimeError("secret-token-123 leaked in a stack trace")
 
@@ -90,16 +104,16 @@ class RaisingTool(ListSearchTool):
 class SlowTool(ListSearchTool):
     """Never answers within the guard's timeout."""
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def answer(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
         self.runs += 1
         await asyncio.sleep(30)
         return {"status": "ok", "total": 0, "total_relation": "eq", "results": []}
 
 
 class NotADictTool(ListSearchTool):
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         self.runs += 1
-        return ["not", "a", "dict"]  # type: ignore[return-value]
+        return ToolOutcome(["not", "a", "dict"])  # type: ignore[arg-type]
 
 
 class WriteTool(ListSearchTool):
@@ -110,6 +124,9 @@ class WriteTool(ListSearchTool):
 
     def __init__(self, docs: list[dict[str, str]]) -> None:
         super().__init__(docs, name="update_ticket")
+
+    def describe(self, args: Mapping[str, Any]) -> dict[str, Any]:
+        return {"operation_id": "updateTicket"}
 
     def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
         return {"operation_id": "updateTicket", "http_status": 200 if result.get("status") == "ok" else 400}

@@ -6,11 +6,26 @@ from types import SimpleNamespace
 from typing import Any
 
 from google.adk.models.llm_response import LlmResponse
+from google.adk.tools.function_tool import FunctionTool
 from google.genai import types
 
+from scopegate.adapters.adk import AdkTool
 from scopegate.adapters.adk_guard import AdkGuardHooks, family_of, is_final_text
+from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.demo.corpus import ticket_spec
 from scopegate.guard.cap import CallCap, CapPolicy
 from scopegate.guard.guard import Guard
+from scopegate.search.tools import SearchTool
+
+
+def plain_function(query: str) -> str:
+    """A tool scopegate does not own."""
+    return query
+
+
+def search_tool() -> AdkTool:
+    spec = ticket_spec()
+    return AdkTool(SearchTool(spec, EmbeddedBackend(spec, None, threads=1)))
 
 
 def response(*parts: types.Part, partial: bool = False) -> LlmResponse:
@@ -18,11 +33,10 @@ def response(*parts: types.Part, partial: bool = False) -> LlmResponse:
 
 
 def test_family_of() -> None:
-    wrapped = SimpleNamespace(name="search_tickets", tool=SimpleNamespace(family="search"))
-    assert family_of(wrapped) == "search"
-    assert family_of(SimpleNamespace(name="x", family="openapi")) == "openapi"
-    assert family_of(SimpleNamespace(name="plain_function")) == "plain_function"
-    assert family_of(SimpleNamespace(name="plain_function"), {"plain_function": "search"}) == "search"
+    assert family_of(search_tool()) == "search"
+    foreign = FunctionTool(plain_function)
+    assert family_of(foreign) == "plain_function"
+    assert family_of(foreign, {"plain_function": "search"}) == "search"
 
 
 def test_final_text_detection() -> None:
@@ -46,17 +60,26 @@ class FakeToolContext:
         self.state = SimpleNamespace(to_dict=lambda: {"tenant_id": "acme"})
 
 
-async def test_before_tool_hook_caps_and_is_idempotent_per_function_call() -> None:
+async def test_before_tool_hook_counts_every_call_whatever_its_id() -> None:
     guard = Guard(cap=CallCap(CapPolicy(family_limits={"search": 2})))
     hooks = AdkGuardHooks(guard)
-    tool: Any = SimpleNamespace(name="search_tickets", tool=SimpleNamespace(family="search"))
+    tool: Any = search_tool()
     assert await hooks.before_tool_callback(tool, {}, FakeToolContext("inv", "fc1")) is None  # type: ignore[arg-type]
+    # The same function-call id again is a second call: ids come from the model and are not trusted.
     assert await hooks.before_tool_callback(tool, {}, FakeToolContext("inv", "fc1")) is None  # type: ignore[arg-type]
-    assert await hooks.before_tool_callback(tool, {}, FakeToolContext("inv", "fc2")) is None  # type: ignore[arg-type]
-    refused = await hooks.before_tool_callback(tool, {}, FakeToolContext("inv", "fc3"))  # type: ignore[arg-type]
+    refused = await hooks.before_tool_callback(tool, {}, FakeToolContext("inv", "fc1"))  # type: ignore[arg-type]
     assert refused is not None and refused["error_code"] == "CALL_LIMIT"
     off = AdkGuardHooks(guard, enforce_cap=False)
     assert await off.before_tool_callback(tool, {}, FakeToolContext("inv", "fc4")) is None  # type: ignore[arg-type]
+
+
+async def test_before_tool_hook_lets_guarded_tools_count_themselves() -> None:
+    guard = Guard(cap=CallCap(CapPolicy(family_limits={"search": 1})))
+    hooks = AdkGuardHooks(guard)
+    guarded: Any = AdkTool(guard.wrap(search_tool().tool))
+    for n in range(3):  # the guarded tool's own cap decides; the hook never counts it
+        assert await hooks.before_tool_callback(guarded, {}, FakeToolContext("inv", f"fc{n}")) is None  # type: ignore[arg-type]
+    assert guard.cap is not None and guard.cap.used(family="search", invocation_id="inv") == 0
 
 
 async def test_hooks_survive_broken_contexts() -> None:

@@ -20,6 +20,7 @@ from scopegate.guard.cache import (
     search_cache_args,
 )
 from scopegate.scope import Scope
+from scopegate.tools import ToolOutcome
 
 OK = {"status": "ok", "total": 1, "total_relation": "eq", "results": [{"id": "acme-1"}]}
 
@@ -34,6 +35,10 @@ class FakeClock:
 
 def key(tool: str, tenant: str, args: dict[str, Any], groups: tuple[str, ...] = (), user: str | None = None) -> str:
     return cache_key(tool, Scope(tenant, groups, user), search_cache_args(args))
+
+
+def _result(outcome: ToolOutcome | None) -> dict[str, Any] | None:
+    return None if outcome is None else outcome.result
 
 
 # -- keys ------------------------------------------------------------------------
@@ -183,11 +188,11 @@ async def test_only_successes_of_read_only_tools_in_cached_families() -> None:
 async def test_hits_are_copies_not_shared_objects() -> None:
     cache = ToolCache()
     await cache.put("k", Scope("a"), "g", OK)
-    first = await cache.lookup("k", Scope("a"), "g")
+    first = _result(await cache.lookup("k", Scope("a"), "g"))
     assert first == OK
     assert list(first) == list(OK)  # the tool's key order is kept (status first), not sorted
-    first["results"].append("mutated")  # type: ignore[index]
-    assert await cache.lookup("k", Scope("a"), "g") == OK
+    first["results"].append("mutated")
+    assert _result(await cache.lookup("k", Scope("a"), "g")) == OK
 
 
 async def test_generation_change_drops_the_entry() -> None:
@@ -205,7 +210,7 @@ async def test_memory_store_ttl() -> None:
     cache = ToolCache(MemoryStore(clock=clock), ttl_s=10)
     await cache.put("k", Scope("a"), "g", OK)
     clock.now = 9.99
-    assert await cache.lookup("k", Scope("a"), "g") == OK
+    assert _result(await cache.lookup("k", Scope("a"), "g")) == OK
     clock.now = 10.0
     assert await cache.lookup("k", Scope("a"), "g") is None
 
@@ -278,22 +283,48 @@ async def test_generation_tracker_memo_and_fresh_reads() -> None:
     assert await exact.current(tool) == "g3"
 
 
+async def test_a_generation_is_trusted_from_when_it_was_asked_for() -> None:
+    """The memo's age counts from before the read: a read that took 0.8 s of a 1 s TTL leaves 0.2 s, so a
+    cached answer is never older than the TTL (wave 2 counted from the answer: up to TTL + read time)."""
+    clock = FakeClock()
+    tool = ListSearchTool(docs())
+    slow = tool.generation
+
+    async def generation_read_taking_800ms() -> str:
+        clock.now += 0.8
+        return await slow()
+
+    tool.generation = generation_read_taking_800ms  # type: ignore[method-assign]
+    tracker = GenerationTracker(1.0, clock=clock)
+    assert await tracker.current(tool) == "g0"  # asked at 0, answered at 0.8
+    tool.bump()
+    clock.now = 0.9
+    assert await tracker.current(tool) == "g0"  # 0.9 s after asking: still trusted
+    clock.now = 1.0
+    assert await tracker.current(tool) == "g1"  # 1 s after asking: read again, although answered 0.2 s ago
+
+
 async def test_generation_sources() -> None:
     class NoSource:
         name = "x"
 
     class Failing:
+        def cache_args(self, args: Any) -> Any:
+            return args
+
         async def generation(self) -> str:
             raise OSError("disk gone")
 
     class ViaBackend:
+        """Only the declared Cacheable protocol counts: a backend attribute is not looked into."""
+
         def __init__(self) -> None:
             self.backend = Failing()
 
     tracker = GenerationTracker()
     assert await tracker.current(NoSource()) == ""  # type: ignore[arg-type]
     assert await tracker.current(Failing()) is None  # type: ignore[arg-type]
-    assert await tracker.current(ViaBackend()) is None  # type: ignore[arg-type]
+    assert await tracker.current(ViaBackend()) == ""  # type: ignore[arg-type]
 
 
 async def test_tiered_store_reads_local_first_and_bounds_local_copies() -> None:
@@ -315,7 +346,7 @@ async def test_tiered_store_reads_local_first_and_bounds_local_copies() -> None:
     assert await local.get("j") is None and await shared.get("j") is None
     cache = ToolCache(TieredStore(MemoryStore(), MemoryStore()))
     await cache.put("k", Scope("a"), "g1", OK)
-    assert await cache.lookup("k", Scope("a"), "g1") == OK
+    assert _result(await cache.lookup("k", Scope("a"), "g1")) == OK
     assert await cache.lookup("k", Scope("b"), "g1") is None
     assert await cache.lookup("k", Scope("a"), "g2") is None  # stale: dropped from both tiers
     assert await cache.lookup("k", Scope("a"), "g1") is None

@@ -93,7 +93,7 @@ async def test_broken_sink_does_not_break_calls_and_is_counted() -> None:
     seen_failures: list[str] = []
     log.on_failure(seen_failures.append)
     tool = ListSearchTool(docs())
-    results = [await guard.call(tool, {"query": "refund"}, ctx(invocation=f"i{i}")) for i in range(3)]
+    results = [(await guard.call(tool, {"query": "refund"}, ctx(invocation=f"i{i}"))).result for i in range(3)]
     assert all(r["status"] == "ok" and r["total"] == 12 for r in results)
     assert log.flush(5)
     stats = log.stats()
@@ -114,7 +114,7 @@ async def test_a_hanging_sink_never_blocks_a_call() -> None:
     tool = ListSearchTool(docs())
     started = time.perf_counter()
     for i in range(10):
-        result = await guard.call(tool, {"query": "refund"}, ctx(invocation=f"i{i}"))
+        result = (await guard.call(tool, {"query": "refund"}, ctx(invocation=f"i{i}"))).result
         assert result["status"] == "ok"
     elapsed = time.perf_counter() - started
     release.set()

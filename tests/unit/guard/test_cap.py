@@ -30,12 +30,21 @@ def test_default_policy_allows_four_searches_then_refuses() -> None:
     assert admit(cap)["error_code"] == CALL_LIMIT  # type: ignore[index]
 
 
-def test_fetch_shares_the_search_family_budget() -> None:
+def test_fetch_has_its_own_budget_after_the_searches_are_used() -> None:
+    # Issue 19: after 4 searches the fetch tool was refused too (one shared family), so the agent could not
+    # open its best hit. The tools now declare their families, and each has a default budget.
+    from scopegate.demo.corpus import ticket_spec
+    from scopegate.search.tools import FetchTool, SearchTool
+
+    spec = ticket_spec()
+    search_family, fetch_family = SearchTool(spec, None).family, FetchTool(spec, None).family  # type: ignore[arg-type]
+    assert (search_family, fetch_family) == ("search", "fetch")
     cap = CallCap()
-    for _ in range(2):
-        assert admit(cap, tool="search_tickets") is None
-        assert admit(cap, tool="get_ticket") is None
-    assert admit(cap, tool="get_ticket")["error_code"] == CALL_LIMIT  # type: ignore[index]
+    assert [admit(cap, tool="search_tickets", family=search_family) for _ in range(4)] == [None] * 4
+    assert admit(cap, tool="search_tickets", family=search_family)["error_code"] == CALL_LIMIT  # type: ignore[index]
+    assert [admit(cap, tool="get_ticket", family=fetch_family) for _ in range(4)] == [None] * 4
+    refused = admit(cap, tool="get_ticket", family=fetch_family)
+    assert refused is not None and refused["family"] == "fetch" and refused["limit"] == 4
 
 
 def test_invocations_and_families_are_independent() -> None:
@@ -66,13 +75,15 @@ def test_default_limit_covers_unlisted_families_and_zero_blocks_all() -> None:
     assert admit(cap, tool="bar", family="misc") is not None
 
 
-def test_same_call_id_is_counted_once() -> None:
+def test_every_admission_counts() -> None:
+    """No call identifier can make admission idempotent: the cap cannot be bypassed by reusing one."""
     cap = CallCap(CapPolicy(family_limits={"search": 2}))
-    for _ in range(5):
-        assert admit(cap, call_id="fc-1") is None
-    assert admit(cap, call_id="fc-2") is None
-    assert admit(cap, call_id="fc-3") is not None
+    assert admit(cap) is None
+    assert admit(cap) is None
+    assert admit(cap) is not None
     assert cap.used(family="search", invocation_id="i1") == 2
+    with pytest.raises(TypeError):
+        admit(cap, call_id="fc-1")  # there is no such parameter any more
 
 
 def test_session_fallback_and_unattributable_calls() -> None:

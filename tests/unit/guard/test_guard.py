@@ -12,7 +12,7 @@ from scopegate.guard.cache import ToolCache
 from scopegate.guard.calllog import CallLog, MemorySink
 from scopegate.guard.cap import CallCap, CapPolicy, RateLimiter
 from scopegate.guard.guard import Guard, GuardedTool
-from scopegate.tools import ScopedTool
+from scopegate.tools import ScopedTool, ToolOutcome
 
 
 def make(**kw: Any) -> tuple[Guard, MemorySink]:
@@ -29,7 +29,7 @@ def records(guard: Guard, sink: MemorySink) -> list[dict[str, Any]]:
 async def test_fifth_search_in_an_invocation_is_refused_without_running() -> None:
     guard, sink = make()
     tool = ListSearchTool(docs())
-    results = [await guard.call(tool, {"query": f"refund {i}"}, ctx()) for i in range(5)]
+    results = [(await guard.call(tool, {"query": f"refund {i}"}, ctx())).result for i in range(5)]
     assert [r["status"] for r in results] == ["ok"] * 4 + ["error"]
     assert results[4]["error_code"] == CALL_LIMIT and results[4]["retryable"] is False
     assert tool.runs == 4
@@ -37,20 +37,20 @@ async def test_fifth_search_in_an_invocation_is_refused_without_running() -> Non
     assert [r["error_code"] for r in log] == [None] * 4 + [CALL_LIMIT]
     assert log[4]["query"] == "refund 4" and log[4]["cache_hit"] is None
     # a new invocation gets a new budget; ending one frees it
-    assert (await guard.call(tool, {"query": "refund"}, ctx(invocation="inv-2")))["status"] == "ok"
+    assert ((await guard.call(tool, {"query": "refund"}, ctx(invocation="inv-2"))).result)["status"] == "ok"
     guard.invocation_ended("inv-1", "sess-1")
-    assert (await guard.call(tool, {"query": "refund"}, ctx()))["status"] == "ok"
+    assert ((await guard.call(tool, {"query": "refund"}, ctx())).result)["status"] == "ok"
 
 
 async def test_cache_hit_is_served_marked_and_still_counts_against_the_cap() -> None:
     guard, sink = make(cap=CallCap(CapPolicy(family_limits={"search": 3})))
     tool = ListSearchTool(docs())
-    a = await guard.call(tool, {"query": "Refund  FAILED"}, ctx())
-    b = await guard.call(tool, {"query": "refund failed"}, ctx())
+    a = (await guard.call(tool, {"query": "Refund  FAILED"}, ctx())).result
+    b = (await guard.call(tool, {"query": "refund failed"}, ctx())).result
     assert a == b and tool.runs == 1
-    c = await guard.call(tool, {"query": "refund failed", "page": 2}, ctx())
+    c = (await guard.call(tool, {"query": "refund failed", "page": 2}, ctx())).result
     assert tool.runs == 2 and c["results"] != a["results"]
-    assert (await guard.call(tool, {"query": "refund failed"}, ctx()))["error_code"] == CALL_LIMIT
+    assert ((await guard.call(tool, {"query": "refund failed"}, ctx())).result)["error_code"] == CALL_LIMIT
     log = records(guard, sink)
     assert [r["cache_hit"] for r in log] == [False, True, False, None]
     assert guard.cache is not None and guard.cache.stats.hits == 1
@@ -59,14 +59,14 @@ async def test_cache_hit_is_served_marked_and_still_counts_against_the_cap() -> 
 async def test_scopes_never_share_cached_results() -> None:
     guard, _ = make()
     tool = ListSearchTool(docs())
-    acme = await guard.call(tool, {"query": "refund"}, ctx("acme"))
-    globex = await guard.call(tool, {"query": "refund"}, ctx("globex", invocation="i2"))
+    acme = (await guard.call(tool, {"query": "refund"}, ctx("acme"))).result
+    globex = (await guard.call(tool, {"query": "refund"}, ctx("globex", invocation="i2"))).result
     assert tool.runs == 2
     assert {r["id"].split("-")[0] for r in acme["results"]} == {"acme"}
     assert {r["id"].split("-")[0] for r in globex["results"]} == {"globex"}
     # groups and user are part of the scope too
-    grouped = await guard.call(tool, {"query": "refund"}, ctx("acme", invocation="i3", group_ids=["g1"]))
-    user = await guard.call(tool, {"query": "refund"}, ctx("acme", invocation="i4", user_id="u1"))
+    grouped = (await guard.call(tool, {"query": "refund"}, ctx("acme", invocation="i3", group_ids=["g1"]))).result
+    user = (await guard.call(tool, {"query": "refund"}, ctx("acme", invocation="i4", user_id="u1"))).result
     assert grouped["status"] == user["status"] == "ok" and tool.runs == 4
 
 
@@ -78,7 +78,7 @@ async def test_generation_change_invalidates() -> None:
     assert tool.runs == 1
     tool.docs.append({"id": "acme-new", "tenant": "acme", "text": "refund new"})
     tool.bump()
-    fresh = await guard.call(tool, {"query": "refund"}, ctx(invocation="c"))
+    fresh = (await guard.call(tool, {"query": "refund"}, ctx(invocation="c"))).result
     assert tool.runs == 2 and fresh["total"] == 13
 
 
@@ -89,19 +89,19 @@ async def test_generation_memo_bounds_staleness() -> None:
     await guard.call(tool, {"query": "refund"}, ctx(invocation="a"))
     tool.docs.append({"id": "acme-new", "tenant": "acme", "text": "refund new"})
     tool.bump()
-    stale = await guard.call(tool, {"query": "refund"}, ctx(invocation="b"))
+    stale = (await guard.call(tool, {"query": "refund"}, ctx(invocation="b"))).result
     assert stale["total"] == 12 and tool.runs == 1  # within the trusted second
     now[0] = 1.01
-    fresh = await guard.call(tool, {"query": "refund"}, ctx(invocation="c"))
+    fresh = (await guard.call(tool, {"query": "refund"}, ctx(invocation="c"))).result
     assert fresh["total"] == 13 and tool.runs == 2
 
 
 async def test_results_computed_while_the_generation_changed_are_never_served_as_new() -> None:
     class Racing(ListSearchTool):
-        async def run(self, args: Any, c: CallContext) -> dict[str, Any]:
-            result = await super().run(args, c)
+        async def run(self, args: Any, c: CallContext) -> ToolOutcome:
+            outcome = await super().run(args, c)
             self.bump()  # an ingest committed while we searched
-            return result
+            return outcome
 
     guard, _ = make()
     tool = Racing(docs())
@@ -116,10 +116,10 @@ async def test_errors_and_writes_are_not_cached() -> None:
     guard, sink = make(cap=None)
     tool = ListSearchTool(docs())
     for _ in range(2):
-        assert (await guard.call(tool, {"query": "  "}, ctx()))["error_code"] == "BAD_QUERY"
+        assert ((await guard.call(tool, {"query": "  "}, ctx())).result)["error_code"] == "BAD_QUERY"
     assert tool.runs == 2
     for _ in range(2):
-        assert (await guard.call(tool, {"query": "x"}, ctx(None)))["error_code"] == NO_SCOPE
+        assert ((await guard.call(tool, {"query": "x"}, ctx(None))).result)["error_code"] == NO_SCOPE
     assert tool.runs == 4
     writer = WriteTool(docs())
     for _ in range(2):
@@ -137,20 +137,21 @@ async def test_broken_tools_become_envelopes_without_leaks() -> None:
         (NotADictTool(docs()), INTERNAL),
         (SlowTool(docs()), SEARCH_UNAVAILABLE),
     ):
-        result = await guard.call(tool, {"query": "refund"}, ctx(invocation=type(tool).__name__))
+        result = (await guard.call(tool, {"query": "refund"}, ctx(invocation=type(tool).__name__))).result
         assert result["status"] == "error" and result["error_code"] == code
         assert "secret" not in str(result) and "Traceback" not in str(result)
     assert guard.internal_errors == 2
     assert [r["error_code"] for r in records(guard, sink)] == [INTERNAL, INTERNAL, SEARCH_UNAVAILABLE]
 
 
-async def test_failing_log_fields_and_scope_do_not_fail_the_call() -> None:
+async def test_malformed_log_fields_do_not_fail_the_call() -> None:
     class Awkward(ListSearchTool):
-        def log_fields(self, args: Any, result: Any) -> dict[str, Any]:
-            raise KeyError("boom")
+        async def run(self, args: Any, c: CallContext) -> ToolOutcome:
+            outcome = await super().run(args, c)
+            return ToolOutcome(outcome.result, ["not", "a", "mapping"])  # type: ignore[arg-type]
 
     guard, sink = make()
-    result = await guard.call(Awkward(docs()), {"query": "refund"}, ctx())
+    result = (await guard.call(Awkward(docs()), {"query": "refund"}, ctx())).result
     assert result["status"] == "ok"
     (line,) = records(guard, sink)
     assert line["outcome"] == "ok" and "ids" not in line
@@ -172,21 +173,33 @@ async def test_rate_limit_per_tenant() -> None:
     now = [0.0]
     guard, _ = make(cap=None, rate_limiter=RateLimiter(1.0, 2, clock=lambda: now[0]))
     tool = ListSearchTool(docs())
-    got = [await guard.call(tool, {"query": f"refund {i}"}, ctx("acme")) for i in range(3)]
+    got = [(await guard.call(tool, {"query": f"refund {i}"}, ctx("acme"))).result for i in range(3)]
     assert [r["status"] for r in got] == ["ok", "ok", "error"]
     assert got[2]["error_code"] == RATE_LIMITED and got[2]["retry_after"] == 1.0 and got[2]["retryable"]
-    assert (await guard.call(tool, {"query": "refund"}, ctx("globex")))["status"] == "ok"
+    assert ((await guard.call(tool, {"query": "refund"}, ctx("globex"))).result)["status"] == "ok"
     assert tool.runs == 3
 
 
-async def test_call_id_makes_cap_admission_idempotent() -> None:
-    guard, _ = make(cap=CallCap(CapPolicy(family_limits={"search": 1})))
+async def test_a_repeated_call_id_does_not_get_past_the_cap() -> None:
+    """The cap counts every call: an id the caller chose (an ADK function-call id) buys nothing."""
+    guard, _ = make(cap=CallCap(CapPolicy(family_limits={"search": 2})))
     tool = ListSearchTool(docs())
-    c = CallContext(state={"tenant_id": "acme"}, invocation_id="i", extra={"call_id": "fc-1"})
-    assert guard.check_cap(tool="search_docs", family="search", ctx=c) is None  # e.g. an ADK callback
-    assert (await guard.call(tool, {"query": "refund"}, c))["status"] == "ok"  # the same call: not recounted
-    c2 = CallContext(state={"tenant_id": "acme"}, invocation_id="i", extra={"call_id": "fc-2"})
-    assert (await guard.call(tool, {"query": "refund"}, c2))["error_code"] == CALL_LIMIT
+    same = CallContext(state={"tenant_id": "acme"}, invocation_id="i", extra={"call_id": "fc-1"})
+    codes = [(await guard.call(tool, {"query": f"refund {n}"}, same)).result.get("error_code") for n in range(4)]
+    assert codes == [None, None, CALL_LIMIT, CALL_LIMIT]
+    assert tool.runs == 2
+    assert guard.check_cap(tool="search_docs", family="search", ctx=same) is not None
+
+
+async def test_a_confirmed_continuation_is_not_counted_twice() -> None:
+    """The call that carries the user's decision continues the call that asked: one call, counted once."""
+    guard, _ = make(cap=CallCap(CapPolicy(family_limits={"openapi": 1})))
+    tool = WriteTool(docs())
+    asked = ctx("acme")
+    assert (await guard.call(tool, {"query": "refund"}, asked)).result["status"] == "ok"
+    approved = CallContext(state=asked.state, invocation_id=asked.invocation_id, session_id="sess-1", confirmed=True)
+    assert (await guard.call(tool, {"query": "refund"}, approved)).result["status"] == "ok"
+    assert (await guard.call(tool, {"query": "refund"}, asked)).result["error_code"] == CALL_LIMIT
 
 
 async def test_guarded_tool_is_a_scoped_tool() -> None:
@@ -197,9 +210,9 @@ async def test_guarded_tool_is_a_scoped_tool() -> None:
     assert (wrapped.name, wrapped.family, wrapped.read_only) == ("search_docs", "search", True)
     assert wrapped.parameters_schema() == inner.parameters_schema()
     assert wrapped.scope_of(ctx()) == inner.scope_of(ctx())
-    assert wrapped.page_size == 5  # other attributes come from the inner tool
-    assert (await wrapped.run({"query": "refund"}, ctx()))["total"] == 12
-    assert (await wrapped.run({"query": "refund"}, ctx()))["total"] == 12
+    assert wrapped.inner is inner  # other attributes are read from the wrapped tool itself
+    assert ((await wrapped.run({"query": "refund"}, ctx())).result)["total"] == 12
+    assert ((await wrapped.run({"query": "refund"}, ctx())).result)["total"] == 12
     assert inner.runs == 1
 
 
@@ -207,7 +220,7 @@ async def test_components_can_be_switched_off() -> None:
     guard = Guard(cap=None, cache=None, metrics=None, call_log=None)
     tool = ListSearchTool(docs())
     for _ in range(10):
-        assert (await guard.call(tool, {"query": "refund"}, ctx()))["status"] == "ok"
+        assert ((await guard.call(tool, {"query": "refund"}, ctx())).result)["status"] == "ok"
     assert tool.runs == 10
     guard.invocation_answered("inv-1")
     await guard.aclose()
@@ -215,7 +228,7 @@ async def test_components_can_be_switched_off() -> None:
 
 async def test_non_mapping_arguments() -> None:
     guard, _ = make()
-    result = await guard.call(ListSearchTool(docs()), ["not", "a", "dict"], ctx())  # type: ignore[arg-type]
+    result = (await guard.call(ListSearchTool(docs()), ["not", "a", "dict"], ctx())).result  # type: ignore[arg-type]
     assert result["status"] == "error"
 
 

@@ -64,7 +64,7 @@ async def test_metrics_after_a_known_sequence() -> None:
     await guard.call(search, {"query": "zebra"}, ctx(invocation="B"))  # hit (4th search)
     # the fifth search is refused and takes no measurable time on the step clock
     clock.steps.append(0.0)
-    refused = await guard.call(search, {"query": "more"}, ctx(invocation="B"))
+    refused = (await guard.call(search, {"query": "more"}, ctx(invocation="B"))).result
     assert refused["error_code"] == "CALL_LIMIT"
     guard.invocation_answered("B", "sess-1")
     guard.invocation_answered("B", "sess-1")  # reported twice: counted once
@@ -87,22 +87,26 @@ async def test_metrics_after_a_known_sequence() -> None:
     assert v("scopegate_answer_searches_count") == 3
     assert v("scopegate_answer_searches_sum") == 3 + 4 + 0
     assert v("scopegate_answer_searches_bucket", {"le": "3.0"}) == 2
-    assert v("scopegate_tool_latency_seconds_count", {"tool": "search_docs"}) == 8
-    assert v("scopegate_tool_latency_seconds_bucket", {"tool": "search_docs", "le": "0.005"}) == 5
+    # the refused fifth search did not run: no latency observed (issue 19)
+    assert v("scopegate_tool_latency_seconds_count", {"tool": "search_docs"}) == 7
+    assert v("scopegate_tool_latency_seconds_bucket", {"tool": "search_docs", "le": "0.005"}) == 4
     assert v("scopegate_zero_result_rate") == pytest.approx(2 / 6)
     assert v("scopegate_cache_hit_rate") == pytest.approx(2 / 7)
-    assert v("scopegate_error_rate") == pytest.approx(2 / 9)
+    assert v("scopegate_error_rate") == pytest.approx(1 / 8)  # of the 8 executed calls
     assert v("scopegate_searches_per_answered_question") == pytest.approx(7 / 3)
-    latencies_ms = [10.0, 1.0, 20.0, 30.0, 0.1, 4.0, 40.0, 2.0, 0.0]
-    assert v("scopegate_tool_latency_quantile_seconds", {"quantile": "0.5"}) == pytest.approx(0.004)
+    latencies_ms = [10.0, 1.0, 20.0, 30.0, 0.1, 4.0, 40.0, 2.0]
+    assert v("scopegate_tool_latency_quantile_seconds", {"quantile": "0.5"}) == pytest.approx(
+        percentile(latencies_ms, 0.5) / 1000  # type: ignore[operator]
+    )
     assert v("scopegate_tool_latency_quantile_seconds", {"quantile": "0.95"}) == pytest.approx(
         percentile(latencies_ms, 0.95) / 1000  # type: ignore[operator]
     )
 
     snap = m.snapshot()
-    assert snap["calls"] == 9 and snap["errors"] == 2
-    assert snap["error_rate_by_code"] == {"BAD_QUERY": pytest.approx(1 / 9), "CALL_LIMIT": pytest.approx(1 / 9)}
-    assert snap["latency_ms"]["p50"] == pytest.approx(4.0)
+    assert snap["calls"] == 9 and snap["executed"] == 8 and snap["errors"] == 1
+    assert snap["refused_by_code"] == {"CALL_LIMIT": 1}
+    assert snap["error_rate_by_code"] == {"BAD_QUERY": pytest.approx(1 / 8)}
+    assert snap["latency_ms"]["p50"] == pytest.approx(percentile(latencies_ms, 0.5))
     assert snap["latency_ms"]["p99"] == pytest.approx(percentile(latencies_ms, 0.99))
     text = m.exposition().decode()
     assert "scopegate_tool_calls_total" in text and "scopegate_searches_per_answered_question" in text
@@ -162,5 +166,5 @@ async def test_spans_around_calls() -> None:
 
 async def test_no_tracer_provider_means_no_spans_and_no_failures() -> None:
     guard = Guard()
-    result = await guard.call(ListSearchTool(docs()), {"query": "refund"}, ctx())
+    result = (await guard.call(ListSearchTool(docs()), {"query": "refund"}, ctx())).result
     assert result["status"] == "ok"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -10,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from scopegate.cli import cli, main
+from scopegate.cli.core import undocumented
 from scopegate.errors import ConfigError
-from scopegate.guard import cli as guard_cli
 from scopegate.guard.logfile import ReadStats, iter_records, parse_duration, parse_time
 from scopegate.guard.replay import (
     CallDiff,
@@ -179,9 +179,9 @@ def test_stats_figures_and_chart() -> None:
     records.append(rec(ts=t0.isoformat(), outcome="error", error_code="BAD_QUERY", page=None, total=None))
     records += [{"event": "answer", "ts": t0.isoformat(), "invocation_id": f"i{k}"} for k in range(30)]
     f = figures(records)
-    assert f["calls"] == 62 and f["errors"] == 2
+    assert f["calls"] == 62 and f["executed"] == 61 and f["errors"] == 1
     assert f["zero_result_rate"] == pytest.approx(30 / 60)
-    assert f["errors_by_code"] == {"BAD_QUERY": 1, "CALL_LIMIT": 1}
+    assert f["errors_by_code"] == {"BAD_QUERY": 1} and f["refused_by_code"] == {"CALL_LIMIT": 1}
     # 60 searches over 30 answered invocations (+1 BAD_QUERY in i1); the CALL_LIMIT refusal is not a search
     assert f["searches_per_answered_question"] == pytest.approx(61 / 30)
     buckets = bucketed(records, t0, t0 + timedelta(minutes=60), 4)
@@ -194,39 +194,43 @@ def test_stats_figures_and_chart() -> None:
     assert "█" in chart
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="scopegate")
-    guard_cli.add_commands(parser.add_subparsers(dest="command"))
-    return parser
-
-
 def test_every_command_and_option_has_help() -> None:
-    parser = _parser()
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert {"replay", "stats"} <= set(sub.choices)
-    helps = {a.dest: a.help for a in sub._choices_actions}
+    assert {"replay", "stats"} <= set(cli.commands)
+    helps = {name: c.get_short_help_str() for name, c in cli.commands.items()}
     for name in ("replay", "stats"):
         assert helps[name], name
-        command = sub.choices[name]
-        assert command.description
-        for action in command._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            assert action.help, f"{name} {action.dest}"
+        assert undocumented(cli.commands[name]) == []
 
 
 def test_replay_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    parser = _parser()
     log = tmp_path / "l.jsonl"
     log.write_text(json.dumps(rec()) + "\n")
-    args = parser.parse_args(["replay", str(log)])
-    assert args.func(args) == 2  # neither --index nor --factory
-    args = parser.parse_args(["replay", str(log), "--index", str(tmp_path / "nope")])
-    assert args.func(args) == 2
+    assert main(["replay", str(log)]) == 2  # neither --index nor --factory
+    assert main(["replay", str(log), "--index", str(tmp_path / "nope")]) == 2
     assert "scopegate replay:" in capsys.readouterr().err
-    args = parser.parse_args(["replay", str(log), "--factory", "no_such_module_xyz:make"])
-    assert args.func(args) == 2
-    args = parser.parse_args(["stats", str(tmp_path / "missing.jsonl")])
-    assert args.func(args) == 2
-    args = parser.parse_args(["stats", str(log), "--window", "soon"])
-    assert args.func(args) == 2
+    assert main(["replay", str(log), "--factory", "no_such_module_xyz:make"]) == 2
+    assert main(["stats", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["stats", str(log), "--window", "soon"]) == 2
+
+
+def test_stats_separates_refusals_and_confirmations_from_executed_calls() -> None:
+    # Issue 19: `stats` counted confirmations and cap refusals as errors and mixed their ~0.03 ms latencies
+    # into p50, so a healthy log looked broken and fast.
+    t0 = datetime(2025, 3, 1, 10, tzinfo=UTC).isoformat()
+    executed = [rec(ts=t0, latency_ms=40.0 + i, total=3, invocation_id="i1") for i in range(4)]
+    executed.append(rec(ts=t0, latency_ms=50.0, outcome="error", error_code="NOT_FOUND", page=None, total=None))
+    not_run = [
+        rec(ts=t0, latency_ms=0.03, outcome="error", error_code=code, page=None, total=None)
+        for code in ["CALL_LIMIT"] * 3 + ["RATE_LIMITED", "CONFIRMATION_REQUIRED", "CONFIRMATION_REQUIRED"]
+    ]
+    not_run.append(rec(ts=t0, latency_ms=0.02, outcome="error", error_code="CONFIRMATION_REJECTED", family="openapi"))
+    f = figures(executed + not_run)
+    assert (f["calls"], f["executed"], f["refused"], f["confirmations"]) == (12, 5, 4, 3)
+    assert f["refused_by_code"] == {"CALL_LIMIT": 3, "RATE_LIMITED": 1}
+    assert f["confirmations_by_code"] == {"CONFIRMATION_REJECTED": 1, "CONFIRMATION_REQUIRED": 2}
+    assert f["errors"] == 1 and f["errors_by_code"] == {"NOT_FOUND": 1}
+    assert f["error_rate"] == pytest.approx(1 / 5) and f["error_rate_by_code"] == {"NOT_FOUND": pytest.approx(1 / 5)}
+    assert f["latency_ms"]["p50"] == pytest.approx(42.0)  # the median of the executed calls only
+    text = render(f, [])
+    assert "calls 12: 5 executed, 4 refused by the guard, 3 asked for confirmation" in text
+    assert "errors 1 (20.0% of executed calls)" in text

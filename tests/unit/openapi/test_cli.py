@@ -2,45 +2,36 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
 from pathlib import Path
 
+import click
 import pytest
 
-from scopegate.openapi.cli import EXIT_CONFIG, EXIT_DIFF, EXIT_OK, add_commands
+from scopegate.cli import cli, main
+from scopegate.cli.core import ExitCode, undocumented
 
 from .conftest import SNAPSHOTS
 
+EXIT_OK, EXIT_DIFF, EXIT_CONFIG = ExitCode.OK, ExitCode.FAILURE, ExitCode.USAGE
+
 
 def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="scopegate")
-    sub = parser.add_subparsers(dest="command")
-    add_commands(sub)
-    args = parser.parse_args(argv)
-    code = args.func(args)
+    code = main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_every_command_and_option_has_help() -> None:
-    parser = argparse.ArgumentParser(prog="scopegate")
-    sub = parser.add_subparsers(dest="command")
-    add_commands(sub)
-    group = sub.choices["openapi"]
-    assert sub._choices_actions[0].help  # type: ignore[attr-defined]
-    openapi_sub = next(a for a in group._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(openapi_sub.choices) == {"declarations", "inventory"}
-    for choice_action in openapi_sub._choices_actions:
-        assert choice_action.help, choice_action.dest
-    for name, p in openapi_sub.choices.items():
-        assert p.description, name
-        for action in p._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
-            assert action.help and action.help != argparse.SUPPRESS, (name, action.dest)
+    group = cli.commands["openapi"]
+    assert isinstance(group, click.Group)
+    assert group.get_short_help_str()
+    assert set(group.commands) == {"declarations", "inventory"}
+    for name, command in group.commands.items():
+        assert command.short_help, name
+        assert undocumented(command) == [], name
 
 
 def test_declarations_are_stable_sorted_json(tickets_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -52,16 +52,29 @@ def test_operation_index_does_not_resolve_refs(tmp_path: Path) -> None:
                     "responses": {"200": {"description": "ok"}},
                 }
             },
+            "/worse/{id}": {
+                "get": {
+                    "operationId": "worse",
+                    "parameters": [{"name": "id", "in": "path", "schema": {"$ref": "#/components/schemas/Gone"}}],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            },
         },
     }
     doc = load_document(spec)
-    assert [i.label for i in doc.infos()] == ["good", "bad"]
-    # The broken operation only fails when it is resolved, and names the ref and the operation.
+    assert [i.label for i in doc.infos()] == ["good", "bad", "worse"]
+    assert doc.resolver.stats.resolved == 0
     assert doc.spec(doc.find("good")).operations[0].operation_id == "good"
+    # An optional input whose $ref does not resolve is left out and listed, naming the ref...
+    bad = doc.operation(doc.find("bad")[0])
+    assert bad.parameters == ()
+    assert [(o.location, o.reason) for o in bad.omitted] == [("parameter", "unresolvable_ref")]
+    assert "#/components/parameters/Nope" in bad.omitted[0].detail
+    # ...a required one fails the operation, naming the ref and the operation.
     with pytest.raises(RefError) as exc:
-        doc.operation(doc.find("bad")[0])
-    assert "#/components/parameters/Nope" in str(exc.value)
-    assert "bad" in str(exc.value)
+        doc.operation(doc.find("worse")[0])
+    assert "#/components/schemas/Gone" in str(exc.value)
+    assert "worse" in str(exc.value)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +108,8 @@ def test_yaml_dates_stay_strings_and_status_codes_are_strings(tmp_path: Path) ->
     )
     doc = load_document(_write(tmp_path, "d.yaml", text))
     assert doc.version == "2020-01-01"
-    op = doc.spec().operations[0]
+    assert doc.spec().operations[0].responses == ()  # responses are resolved only on request
+    op = doc.spec(with_responses=True).operations[0]
     assert [r.status for r in op.responses] == ["200"]
     assert op.operation_id is None and op.label == "GET /a"
 
@@ -176,21 +190,35 @@ def test_ref_siblings_override_target() -> None:
     assert load_spec(spec).operations[0].parameters[0].schema == {"type": "string", "description": "own"}
 
 
-@pytest.mark.parametrize("depth", [1, 2])
-def test_cycles_terminate_with_recursive_placeholder(tickets_path: Path, depth: int) -> None:
-    doc = load_document(tickets_path, recursion_depth=depth)
+def test_recursion_is_a_back_edge_into_defs(tickets_path: Path) -> None:
+    doc = load_document(tickets_path)
     op = doc.spec(doc.find("putTree")).operations[0]
     schema = op.request_body.content[0].schema if op.request_body else {}
-    node = schema
-    for _ in range(depth):
-        assert node["description"] == "A tree node."
+    assert schema["$ref"] == "#/$defs/Node"
+    node = schema["$defs"]["Node"]
+    assert node["description"] == "A tree node."
+    assert node["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    json.dumps(schema)  # a finite, self-contained JSON Schema
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_cycles_terminate_with_recursive_placeholder(tickets_path: Path, depth: int) -> None:
+    from scopegate.openapi.translate import translate
+
+    doc = load_document(tickets_path, recursion_depth=depth)
+    node = translate(doc, doc.find("putTree")).tools[0].parameters  # the body's properties are the arguments
+    for _ in range(depth - 1):
         node = node["properties"]["children"]["items"]
+        assert "properties" in node
+    node = node["properties"]["children"]["items"]
     assert node["type"] == "object"
     assert "Recursive schema Node" in node["description"]
     assert "properties" not in node
 
 
 def test_mutual_recursion_and_self_ref_loops() -> None:
+    from scopegate.openapi.translate import translate
+
     spec = {
         **MINI,
         "components": {
@@ -204,7 +232,12 @@ def test_mutual_recursion_and_self_ref_loops() -> None:
             "/a": {
                 "get": {
                     "parameters": [
-                        {"name": "x", "in": "query", "schema": {"$ref": "#/components/schemas/A"}},
+                        {
+                            "name": "x",
+                            "in": "query",
+                            "style": "deepObject",
+                            "schema": {"$ref": "#/components/schemas/A"},
+                        },
                         {"name": "y", "in": "query", "schema": {"$ref": "#/components/schemas/Loop"}},
                     ],
                     "responses": {},
@@ -212,20 +245,33 @@ def test_mutual_recursion_and_self_ref_loops() -> None:
             }
         },
     }
-    params = load_spec(spec).operations[0].parameters
-    a = params[0].schema
-    assert "Recursive schema A" in a["properties"]["b"]["properties"]["a"]["description"]
-    assert "Recursive schema Loop" in params[1].schema["description"]
+    doc = load_document(spec)
+    op = doc.spec().operations[0]
+    a = op.parameters[0].schema
+    assert a["$ref"] == "#/$defs/A" and a["$defs"]["A"]["properties"]["b"]["properties"]["a"] == {"$ref": "#/$defs/A"}
+    # A schema that is nothing but a reference to itself means nothing: the input is left out, listed.
+    assert [p.name for p in op.parameters] == ["x"]
+    assert [(o.name, o.reason) for o in op.omitted] == [("y", "unresolvable_ref")]
+    assert "reference loop" in op.omitted[0].detail
+    declared = translate(doc).tools[0].parameters["properties"]
+    assert "Recursive schema A" in declared["x"]["properties"]["b"]["properties"]["a"]["description"]
 
 
 def test_unresolvable_ref_names_ref_and_operation() -> None:
     spec = {
         **MINI,
         "paths": {
-            "/a": {
+            "/a/{x}": {
                 "get": {
                     "operationId": "getA",
-                    "parameters": [{"name": "x", "in": "query", "schema": {"$ref": "#/components/schemas/Missing"}}],
+                    "parameters": [
+                        {
+                            "name": "x",
+                            "in": "path",
+                            "required": True,
+                            "schema": {"$ref": "#/components/schemas/Missing"},
+                        }
+                    ],
                     "responses": {},
                 }
             }
@@ -241,10 +287,10 @@ def _external_spec(ref: str) -> dict[str, object]:
     return {
         **MINI,
         "paths": {
-            "/a": {
+            "/a/{x}": {
                 "get": {
                     "operationId": "getA",
-                    "parameters": [{"name": "x", "in": "query", "schema": {"$ref": ref}}],
+                    "parameters": [{"name": "x", "in": "path", "required": True, "schema": {"$ref": ref}}],
                     "responses": {},
                 }
             }
@@ -286,7 +332,7 @@ def test_external_refs_only_when_allowed_and_only_next_to_the_spec(tmp_path: Pat
 
 
 def test_swagger2_conversion(petstore2_path: Path) -> None:
-    spec = load_spec(petstore2_path)
+    spec = load_spec(petstore2_path, with_responses=True)
     assert spec.dialect == "swagger2"
     assert [s.url for s in spec.servers] == ["https://pets.example/api", "http://pets.example/api"]
     assert spec.security_schemes["basicAuth"].type == "http"
@@ -339,20 +385,24 @@ def test_huge_alias_expansion_is_bounded(tmp_path: Path) -> None:
         load_spec(path)
 
 
-def test_alias_bomb_refused_without_yaml_rs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_alias_bomb_refused_by_the_parser() -> None:
     from scopegate.openapi import parse
 
-    monkeypatch.setattr(parse, "_yaml_rs", None)
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 9):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]")
     with pytest.raises(SpecLoadError, match="alias"):
         parse.parse_text("\n".join(lines) + "\n")
-    # ...and a normal document still parses on the PyYAML path, dates as strings.
+    # ...and a normal document still parses, dates as strings.
     assert parse.parse_text("openapi: 3.0.0\nd: 2020-01-01\n") == {"openapi": "3.0.0", "d": "2020-01-01"}
 
 
-def test_duplicate_yaml_keys_keep_the_last_value() -> None:
+def test_duplicate_keys_are_refused_with_both_lines() -> None:
+    # Changed on purpose (issue 10): the last value used to win silently, so one of two
+    # definitions of a path or parameter vanished without anyone reviewing it.
     from scopegate.openapi.parse import parse_text
 
-    assert parse_text("a: 1\na: 2\n") == {"a": 2}
+    with pytest.raises(SpecLoadError, match=r"spec.yaml:3:1: duplicate key 'a' \(first at line 1\)"):
+        parse_text("a: 1\nb: 2\na: 2\n", name="spec.yaml")
+    with pytest.raises(SpecLoadError, match=r"spec.json:2: duplicate key 'a' \(first at line 1\)"):
+        parse_text('{"a": 1,\n "a": 2}', name="spec.json")

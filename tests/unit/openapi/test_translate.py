@@ -36,10 +36,14 @@ def assert_valid(tool: ToolDeclaration) -> None:
 
 
 def test_every_synthetic_tool_is_valid(tickets: Translation, petstore2_path: Path) -> None:
-    tools = [*tickets.tools, *translate(load_document(petstore2_path)).tools]
-    assert len(tools) == 15
+    pets = translate(load_document(petstore2_path), strict=False)
+    tools = [*tickets.tools, *pets.tools]
+    assert len(tools) == 14
     for tool in tools:
         assert_valid(tool)
+    # The one multipart-only operation with a required body is refused, naming why.
+    assert list(pets.failures) == ["uploadPhoto"]
+    assert "unsupported_media_type (offered: multipart/form-data (multipart))" in pets.failures["uploadPhoto"]
 
 
 def test_flattening_and_argument_map(tickets: Translation) -> None:
@@ -77,9 +81,11 @@ def test_credentials_and_reserved_headers_never_declared(tickets: Translation, p
         ("header", "Accept", "reserved_header"),
     }
     assert tool.binding.argument("X_Trace").original_name == "X-Trace"
-    rename = translate(load_document(petstore2_path)).by_operation("renamePet")
-    assert "token" not in props(rename)
-    assert ("body_property", "token", "credential") in {(o.location, o.name, o.reason) for o in rename.binding.omitted}
+    # No security scheme describes the form field "token": it is declared, and marked sensitive.
+    rename = translate(load_document(petstore2_path), strict=False).by_operation("renamePet")
+    assert "token" in props(rename)
+    assert rename.binding.argument("token").sensitive
+    assert rename.binding.omitted == ()
     assert rename.binding.body_media_type == "application/x-www-form-urlencoded"
     text = json.dumps([t.to_dict()["parameters"] for t in tickets.tools])
     assert "X-Api-Key" not in text and "Authorization" not in text
@@ -114,9 +120,12 @@ def test_whole_bodies_and_binary(tickets: Translation) -> None:
     assert props(tags) == {"body": {"type": "array", "items": {"type": "string"}}}
     assert tags.binding.arguments[0].location == "body" and tags.binding.arguments[0].original_name is None
     assert tags.parameters["required"] == ["body"]
+    # A binary body the runtime cannot send is not declared; the omission says so.
     upload = tickets.by_operation("uploadAvatar")
-    assert upload.binding.body_media_type == "image/jpeg"
-    assert props(upload)["body"]["type"] == "string"
+    assert upload.binding.body_media_type is None and props(upload) == {}
+    assert [(o.location, o.reason, o.detail) for o in upload.binding.omitted] == [
+        ("body", "unsupported_media_type", "offered: image/jpeg (binary)")
+    ]
 
 
 def test_recursive_body_and_deprecation(tickets: Translation) -> None:
@@ -222,18 +231,30 @@ def test_lenient_translation_collects_failures() -> None:
         "info": {"title": "t", "version": "1"},
         "paths": {
             "/ok": {"get": {"operationId": "ok", "responses": {}}},
-            "/bad": {
+            "/bad/{x}": {
                 "get": {
                     "operationId": "bad",
-                    "parameters": [{"name": "x", "in": "query", "schema": {"$ref": "#/nope"}}],
+                    "parameters": [{"name": "x", "in": "path", "required": True, "schema": {"$ref": "#/nope"}}],
+                    "responses": {},
+                }
+            },
+            "/lossy": {
+                "get": {
+                    "operationId": "lossy",
+                    "parameters": [{"name": "y", "in": "query", "schema": {"$ref": "#/nope"}}],
                     "responses": {},
                 }
             },
         },
     }
     result = translate(load_document(spec), strict=False)
-    assert [t.name for t in result.tools] == ["ok"]
+    assert [t.name for t in result.tools] == ["ok", "lossy"]
     assert "#/nope" in result.failures["bad"]
+    # strict: an optional input lost to the same ref fails its operation too, naming it.
+    strict = translate(load_document(spec), options=TranslateOptions(strict=True), strict=False)
+    assert [t.name for t in strict.tools] == ["ok"]
+    assert "strict" in strict.failures["lossy"] and "'y': unresolvable_ref" in strict.failures["lossy"]
+    assert "#/nope" in strict.failures["lossy"]
 
 
 def test_simplifier_unions_without_discriminator() -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qsl
 
 import pytest
-from rt_unit_helpers import builder, param, spec_with
+from rt_unit_helpers import binding, builder, param, spec_with
 
 from scopegate.errors import ConfigError
-from scopegate.openapi.runtime.request import ArgumentsInvalid, UnsupportedOperation, pin_base_url
+from scopegate.openapi.model import ArgumentMap
+from scopegate.openapi.runtime.request import ArgumentsInvalid, RequestBuilder, UnsupportedOperation, pin_base_url
 
 ITEM = spec_with(
     "/items/{id}/parts/{part}",
@@ -20,7 +22,8 @@ ITEM = spec_with(
             param("id", "path", {"type": "string"}),
             param("part", "path", {"type": "integer"}),
             param("verbose", "query", {"type": "boolean"}),
-            param("q", "query", {"type": "string"}),
+            param("q", "query", {"type": "string"}, allowEmptyValue=True),
+            param("strict", "query", {"type": "string"}),
             param("limit", "query", {"type": "integer", "minimum": 0, "maximum": 50}),
             param("tags", "query", {"type": "array", "items": {"type": "string"}}),
             param("ids", "query", {"type": "array", "items": {"type": "integer"}}, explode=False),
@@ -80,6 +83,12 @@ def test_falsy_values_are_sent() -> None:
     assert req.query == (("verbose", "false"), ("q", ""), ("limit", "0"))
 
 
+def test_empty_query_values_only_where_the_spec_allows_them() -> None:
+    with pytest.raises(ArgumentsInvalid) as info:
+        build({"id": "x", "part": 1, "strict": ""})
+    assert info.value.problems[0]["field"] == "strict" and "empty" in info.value.problems[0]["problem"]
+
+
 def test_query_styles() -> None:
     req = build(
         {
@@ -92,17 +101,18 @@ def test_query_styles() -> None:
             "verbose": True,
         }
     )
+    # Pairs are percent-encoded; the "," joining an explode:false array is not (OpenAPI's form style).
     assert req.query == (
         ("verbose", "true"),
-        ("tags", "a b"),
-        ("tags", "c&d"),
+        ("tags", "a%20b"),
+        ("tags", "c%26d"),
         ("ids", "1,2"),
-        ("pipe", "x|y"),
+        ("pipe", "x%7Cy"),
         ("filter[state]", "open"),
         ("filter[label]", "bug"),
     )
     assert req.url.endswith(
-        "?verbose=true&tags=a%20b&tags=c%26d&ids=1%2C2&pipe=x%7Cy&filter[state]=open&filter[label]=bug"
+        "?verbose=true&tags=a%20b&tags=c%26d&ids=1,2&pipe=x%7Cy&filter[state]=open&filter[label]=bug"
     )
 
 
@@ -233,8 +243,13 @@ def test_reserved_header_parameters_never_come_from_the_model() -> None:
     spec = spec_with(
         "/x", "get", {"operationId": "x", "parameters": [param("X-Forwarded-For", "header", {"type": "string"})]}
     )
+    # Translation leaves it out, listed; a binding that declares it anyway is refused by the builder.
+    bound = binding(spec, "x")
+    assert bound.arguments == ()
+    assert [(o.name, o.reason) for o in bound.omitted] == [("X-Forwarded-For", "forbidden_header")]
+    forged = replace(bound, arguments=(ArgumentMap("X_Forwarded_For", "header", "X-Forwarded-For"),))
     with pytest.raises(UnsupportedOperation):
-        builder(spec, "x")
+        RequestBuilder(forged, "https://api.example.test/v1")
 
 
 def test_unsupported_body_media_types_fail_at_construction() -> None:
@@ -248,8 +263,12 @@ def test_unsupported_body_media_types_fail_at_construction() -> None:
             },
         },
     )
+    bound = binding(spec, "up")
+    assert bound.body_media_type is None
+    assert [(o.location, o.reason) for o in bound.omitted] == [("body", "unsupported_media_type")]
+    forged = replace(bound, body_media_type="application/octet-stream", body_schema={"type": "string"})
     with pytest.raises(UnsupportedOperation):
-        builder(spec, "up")
+        RequestBuilder(forged, "https://api.example.test/v1")
 
 
 def test_idempotency_key_is_hidden_and_filled_by_the_tool() -> None:

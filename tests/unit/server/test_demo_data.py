@@ -23,7 +23,7 @@ async def test_fills_empty_indexes_once(tmp_path: Path) -> None:
         assert added == 6 * 20 + 1 and said
         assert await ensure_demo_data(app, per_tenant=20) == 0
         ctx = CallContext(state={"tenant_id": INJECTION_TENANT})
-        found = await app.tool("get_ticket").run({"id": INJECTION_ID}, ctx)
+        found = (await app.tool("get_ticket").run({"id": INJECTION_ID}, ctx)).result
         assert found["status"] == "ok"
     finally:
         await app.aclose()
@@ -33,6 +33,7 @@ async def test_fills_empty_indexes_once(tmp_path: Path) -> None:
 async def test_leaves_other_backends_alone(tmp_path: Path) -> None:
     data = yaml.safe_load(EXAMPLE.read_text("utf-8"))
     data["backends"]["local"]["path"] = str(tmp_path / "d")
+    data["auth"]["token_table"] = str(EXAMPLE.parent / data["auth"]["token_table"])  # build_app loads auth too
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data), "utf-8")
     app = await build_app(load_config(path, environ={}), offline=True, guard=None)

@@ -25,6 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from scopegate.examples.orders.data import CUSTOMERS, REPORTS_KEY, STAFF_KEY, seed_orders
+from scopegate.examples.orders.oidc import PRINCIPAL_KEY, OidcMiddleware, OidcSettings
 
 ADDRESS_FIELDS = ("name", "line1", "line2", "city", "postal_code", "country")
 CANCEL_REASONS = ("changed_mind", "found_cheaper", "ordered_by_mistake", "other")
@@ -145,8 +146,8 @@ def _error(status: int, detail: str, headers: dict[str, str] | None = None) -> J
     return JSONResponse({"detail": detail}, status_code=status, headers=headers)
 
 
-def create_app(state: ServiceState | None = None) -> FastAPI:
-    """Build the orders API around ``state`` (a fresh one by default)."""
+def create_app(state: ServiceState | None = None, *, oidc: OidcSettings | None = None) -> FastAPI:
+    """Build the orders API around ``state`` (a fresh one by default); ``oidc``: also accept provider JWTs."""
     st = state or ServiceState()
     app = FastAPI(title="Orders example", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = st
@@ -157,6 +158,9 @@ def create_app(state: ServiceState | None = None) -> FastAPI:
 
     def principal(request: Request) -> tuple[str, str] | None:
         """("customer", id) or ("staff", "") or None."""
+        verified = request.scope.get(PRINCIPAL_KEY)  # a provider JWT the OIDC middleware accepted
+        if verified is not None:
+            return (str(verified[0]), str(verified[1]))
         auth = request.headers.get("authorization", "")
         if auth.startswith("Bearer "):
             token = auth[len("Bearer ") :]
@@ -290,14 +294,16 @@ def create_app(state: ServiceState | None = None) -> FastAPI:
         if who is None or who[0] != "customer":
             return _error(401, "Missing or invalid credentials")
         customer = CUSTOMERS[who[1]]
-        # Deliberately careless: echoes the credential back (tests check it never reaches the model).
+        # Deliberately careless: echoes the credential back in the body and in a response header
+        # (tests check it never reaches the model, nor httpcore's DEBUG log of response headers).
         return JSONResponse(
             {
                 "customer_id": customer.customer_id,
                 "name": customer.name,
                 "email": customer.email,
                 "debug": {"authorization": request.headers.get("authorization")},
-            }
+            },
+            headers={"X-Echo-Authorization": request.headers.get("authorization", "")},
         )
 
     @app.get("/reports/summary")
@@ -423,6 +429,8 @@ def create_app(state: ServiceState | None = None) -> FastAPI:
                 st.external_redirect = body["external_redirect"]
         return JSONResponse({"external_redirect": st.external_redirect})
 
+    if oidc is not None:
+        app.add_middleware(OidcMiddleware, settings=oidc)
     app.add_middleware(RecordingMiddleware, state=st)
     return app
 

@@ -19,7 +19,9 @@ from typing import Any
 
 import uvicorn
 
+from scopegate.errors import EngineNodeError
 from scopegate.examples.orders.app import ServiceState, create_app, create_counting_app
+from scopegate.examples.orders.oidc import OidcSettings
 
 START_TIMEOUT_S = 10.0
 
@@ -75,15 +77,15 @@ def start_in_thread(app: Any, state: ServiceState, port: int = 0) -> RunningServ
         waited += 0.01
     if not server.started:
         server.should_exit = True
-        raise RuntimeError(f"example service did not start: {errors[0] if errors else 'timeout'}")
+        raise EngineNodeError(f"example service did not start: {errors[0] if errors else 'timeout'}")
     return RunningService(f"http://127.0.0.1:{bound}", bound, state, server, thread)
 
 
 @contextmanager
-def running_orders_service(port: int = 0) -> Iterator[RunningService]:
-    """The orders API on 127.0.0.1 for the duration of the ``with`` block."""
+def running_orders_service(port: int = 0, *, oidc: OidcSettings | None = None) -> Iterator[RunningService]:
+    """The orders API on 127.0.0.1 for the duration of the ``with`` block (``oidc``: provider JWTs too)."""
     state = ServiceState()
-    svc = start_in_thread(create_app(state), state, port)
+    svc = start_in_thread(create_app(state, oidc=oidc), state, port)
     try:
         yield svc
     finally:

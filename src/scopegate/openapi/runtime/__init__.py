@@ -9,7 +9,7 @@ per allowlisted operation; see the modules for each concern: ``request``
 from __future__ import annotations
 
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
-from scopegate.openapi.runtime.credentials import Credential, FromProvider, FromState, Secret
+from scopegate.openapi.runtime.credentials import Credential, FromProvider, FromState, FromSubject, Secret
 from scopegate.openapi.runtime.http import Timeouts
 from scopegate.openapi.runtime.ownership import HookOwner, LookupOwner, OwnershipQuestion, ResponseOwner, parse_rule
 from scopegate.openapi.runtime.response import ShapeLimits
@@ -21,6 +21,7 @@ __all__ = [
     "Credential",
     "FromProvider",
     "FromState",
+    "FromSubject",
     "HookOwner",
     "LookupOwner",
     "OperationPolicy",

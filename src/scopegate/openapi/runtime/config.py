@@ -13,6 +13,7 @@ from scopegate.openapi.runtime.ownership import OwnershipRule, parse_rule
 from scopegate.openapi.runtime.request import RequestLimits
 from scopegate.openapi.runtime.response import ShapeLimits
 from scopegate.openapi.runtime.retry import RetryPolicy
+from scopegate.openapi.runtime.sensitive import DEFAULT_SENSITIVE_FIELDS
 from scopegate.openapi.translate import TranslateOptions
 from scopegate.scope import ScopeKeys
 
@@ -27,6 +28,9 @@ class OperationPolicy:
       (``{"customer_id": "user_id"}``): whose data a list returns is never the model's choice.
     * ``confirm``: ask the user before sending; default: state-changing methods ask.
     * ``retry``: allow retries where the method permits them.
+    * ``sensitive``: argument names or dotted paths (``"server.root_pass"``) whose values
+      are sent but never logged, shown in a confirmation or echoed in an error (besides
+      what the spec marks ``format: password`` or ``writeOnly``).
     """
 
     projection: tuple[str, ...] | None = None
@@ -35,6 +39,7 @@ class OperationPolicy:
     confirm: bool | None = None
     retry: bool = True
     description: str | None = None
+    sensitive: tuple[str, ...] = ()
 
     def ownership_rule(self) -> OwnershipRule | None:
         return parse_rule(self.ownership) if isinstance(self.ownership, str) else self.ownership
@@ -44,15 +49,26 @@ class OperationPolicy:
 class ToolsetSettings:
     """Everything an OpenAPI toolset is built from.
 
-    ``spec`` is a path or a parsed document; ``allow`` the operations to expose
-    (operationIds or ``"METHOD /path"``). ``base_url`` pins every request to one
-    origin; without it, each operation's first (absolute) server is used.
-    ``credentials`` maps security scheme keys to sources. ``policies`` are keyed
-    by operationId (or tool name).
+    ``spec`` is a path (for a multi-file spec, its root file) or a parsed
+    document; ``allow`` the operations to expose (operationIds or ``"METHOD
+    /path"``), and/or ``include`` rules that add read-only operations
+    (``"GET /repos/**"``, ``"tag:issues"``; ``exclude`` removes, deprecated
+    operations only with ``include_deprecated``). ``base_url`` pins every
+    request to one origin; without it, each operation's first (absolute)
+    server is used. ``credentials`` maps security scheme keys to sources.
+    ``policies`` are keyed by operationId (or tool name).
+    ``allow_external_refs`` lets ``$ref`` reach other files in the spec's folder
+    (never outside it, never the network); ``strict`` refuses to build when a
+    tool would not carry one of its inputs (see ``scopegate openapi inventory``).
     """
 
     spec: str | os.PathLike[str] | Mapping[str, Any]
     allow: tuple[str, ...]
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    include_deprecated: bool = False
+    allow_external_refs: bool = False
+    strict: bool = False
     base_url: str | None = None
     credentials: Mapping[str, CredentialSource] = field(default_factory=dict)
     policies: Mapping[str, OperationPolicy] = field(default_factory=dict)
@@ -67,4 +83,6 @@ class ToolsetSettings:
     translate_options: TranslateOptions | None = None
     # Call log: argument names only, unless this is set (values may hold personal data).
     log_argument_values: bool = False
+    # Field names (any depth, case-insensitive) whose values are masked like format: password.
+    sensitive_fields: tuple[str, ...] = DEFAULT_SENSITIVE_FIELDS
     max_connections: int = 20

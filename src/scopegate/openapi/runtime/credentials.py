@@ -4,8 +4,16 @@ Sources, per security scheme key:
 
 * :class:`FromState` — a session-state key holding the signed-in user's token
   (delegated authority), optionally a second key for a basic-auth user name;
-* :class:`FromProvider` — a callable of the service (a vault, an env var, a
-  token exchange), given the call context and the scheme.
+* :class:`FromProvider` — a callable of the service (a vault, an env var),
+  given the call context and the scheme;
+* :class:`FromSubject` — a per-user credential derived from the caller's own
+  verified token (``ctx.subject_token``) by an exchanger: RFC 8693 token
+  exchange at the identity provider (:class:`scopegate.identity.TokenExchanger`)
+  or a store keyed by the verified subject. The caller's token itself is never
+  sent; an exchanger that cannot help raises
+  :class:`~scopegate.errors.CredentialUnavailable` and nothing is sent. The MCP
+  server and the ADK adapter both fill ``ctx.subject_token``, so one config
+  behaves the same in both.
 
 The operation's effective ``security`` requirement list decides: the first
 alternative whose every scheme has a credential is used. Placement follows the
@@ -21,12 +29,14 @@ from __future__ import annotations
 
 import base64
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote, quote_plus
 
-from scopegate.context import CallContext
+from scopegate.context import CallContext, SubjectToken
+from scopegate.errors import NoCredentials
 from scopegate.openapi.model import SecurityRequirement, SecurityScheme
 
 REDACTED = "[redacted]"
@@ -91,11 +101,20 @@ class FromProvider:
     provider: Provider
 
 
-CredentialSource = FromState | FromProvider
+class SubjectExchanger(Protocol):
+    async def credential_for(self, subject: SubjectToken | None, ctx: CallContext) -> str:
+        """The caller's credential for the API; raises CredentialUnavailable when there is none."""
+        ...
 
 
-class NoCredentials(Exception):
-    """No alternative of the operation's security requirement could be satisfied."""
+@dataclass(frozen=True)
+class FromSubject:
+    """A per-user credential obtained for the caller's verified token (token exchange, a per-subject store)."""
+
+    exchanger: SubjectExchanger
+
+
+CredentialSource = FromState | FromProvider | FromSubject
 
 
 @dataclass(frozen=True)
@@ -126,7 +145,15 @@ async def _credential(source: CredentialSource, ctx: CallContext, scheme: Securi
             if not _usable(username):
                 return None
         return Credential(Secret(value), username=username)
-    got = source.provider(ctx, scheme)
+    if isinstance(source, FromSubject):
+        # Raises CredentialUnavailable (a NoCredentials) with the code the model gets; nothing is sent.
+        token = await source.exchanger.credential_for(ctx.subject_token, ctx)
+        return Credential(Secret(token)) if _usable(token) else None
+    return await provided_credential(source.provider(ctx, scheme))
+
+
+async def provided_credential(got: Awaitable[ProvidedValue] | ProvidedValue) -> Credential | None:
+    """What a provider answered (awaited if need be) as a :class:`Credential`; None when missing or unusable."""
     if inspect.isawaitable(got):
         got = await got
     if got is None:
@@ -137,23 +164,38 @@ async def _credential(source: CredentialSource, ctx: CallContext, scheme: Securi
     return cred
 
 
+def spellings(secret: str) -> tuple[str, ...]:
+    """Every way a secret can be written where it may leak: as is, percent-encoded (path, query,
+    form), JSON-escaped, and as Python's ``repr`` writes it in str or bytes (debug logs of headers)."""
+    forms = {
+        secret,
+        quote(secret, safe=""),
+        quote_plus(secret, safe=""),
+        json.dumps(secret)[1:-1],
+        json.dumps(secret, ensure_ascii=False)[1:-1],
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", errors="replace"))[2:-1],
+    }
+    return tuple(sorted(forms))
+
+
 def _place(scheme: SecurityScheme, cred: Credential) -> AuthParts | None:
     secret = cred.secret.reveal()
-    spellings = [secret, quote(secret, safe=""), quote_plus(secret, safe="")]
+    spelled = spellings(secret)
     if scheme.type in ("oauth2", "openIdConnect") or (scheme.type == "http" and scheme.scheme == "bearer"):
-        return AuthParts(headers=(("Authorization", f"Bearer {secret}"),), secrets=tuple(spellings))
+        return AuthParts(headers=(("Authorization", f"Bearer {secret}"),), secrets=spelled)
     if scheme.type == "http" and scheme.scheme == "basic":
         if cred.username is None or ":" in cred.username:
             return None
         token = base64.b64encode(f"{cred.username}:{secret}".encode()).decode("ascii")
-        return AuthParts(headers=(("Authorization", f"Basic {token}"),), secrets=(*spellings, token))
+        return AuthParts(headers=(("Authorization", f"Basic {token}"),), secrets=(*spelled, token))
     if scheme.type == "apiKey" and scheme.name:
         if scheme.location == "header":
-            return AuthParts(headers=((scheme.name, secret),), secrets=tuple(spellings))
+            return AuthParts(headers=((scheme.name, secret),), secrets=spelled)
         if scheme.location == "query":
-            return AuthParts(query=((scheme.name, secret),), secrets=tuple(spellings))
+            return AuthParts(query=((scheme.name, secret),), secrets=spelled)
         if scheme.location == "cookie":
-            return AuthParts(cookies=((scheme.name, secret),), secrets=tuple(spellings))
+            return AuthParts(cookies=((scheme.name, secret),), secrets=spelled)
     return None
 
 
@@ -165,11 +207,14 @@ async def resolve_auth(
 ) -> AuthParts:
     """The credentials to attach for one call. Raises :class:`NoCredentials` when none fit.
 
-    An empty ``security`` (or an empty alternative ``{}``) means the operation needs no auth.
+    An empty ``security`` (or an empty alternative ``{}``) means the operation needs no auth. A
+    scheme the spec names but does not define says nothing about where a credential goes: it is
+    skipped (the translation lists it as ``undefined_security_scheme``).
     """
     if not security:
         return AuthParts()
     for requirement in security:
+        requirement = {k: v for k, v in requirement.items() if k in schemes}
         if not requirement:
             return AuthParts()
         parts: list[AuthParts] = []
@@ -201,6 +246,16 @@ class Redactor:
 
     def __post_init__(self) -> None:
         self._ordered = sorted({s for s in self.secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+
+    @property
+    def active(self) -> bool:
+        return bool(self._ordered)
+
+    def plus(self, values: tuple[str, ...]) -> Redactor:
+        """A redactor for these secrets and every spelling of ``values`` too."""
+        if not values:
+            return self
+        return Redactor((*self.secrets, *(s for v in values for s in spellings(v))))
 
     def bytes(self, data: bytes) -> bytes:
         for s in self._ordered:

@@ -172,13 +172,20 @@ def redirect_blocked_error() -> dict[str, Any]:
     )
 
 
-def too_large_error(limit: int) -> dict[str, Any]:
+def too_large_error(limit: int, *, values: int | None = None) -> dict[str, Any]:
+    what = f"{values} values" if values is not None else f"{limit} bytes"
     return tool_error(
         RESPONSE_TOO_LARGE,
-        f"The API response exceeded {limit} bytes and was not read.",
+        f"The API response exceeded {what} and was not read.",
         retryable=False,
         hint="Ask for less: a smaller page size or a narrower filter.",
     )
+
+
+def unreadable_error(why: str) -> dict[str, Any]:
+    """A 2xx response the runtime will not read: an unsupported or stacked encoding, broken
+    compressed data, or JSON nested too deeply. ``why`` is one of our own fixed phrases."""
+    return tool_error(UPSTREAM_ERROR, f"The API's response could not be read: {why}.", retryable=False)
 
 
 def bad_arguments(problems: list[dict[str, str]]) -> dict[str, Any]:

@@ -6,14 +6,16 @@
 * :func:`exchange` sends one request under a total deadline, follows a redirect
   only to the same origin (and under the pinned base path) or not at all, and
   reads the body with a byte limit through httpx streaming, so a huge response
-  never reaches memory whole. It asks for ``identity`` encoding so the limit is
-  on real bytes, not on a compressed stream.
+  never reaches memory whole. It asks for ``identity`` encoding, reads the raw
+  bytes and decodes any ``Content-Encoding`` itself (:mod:`.decoding`, in a
+  worker thread), so the limit holds for the *decoded* bytes of every layer.
+* Records the HTTP libraries log while a scopegate request is on its way have
+  that call's secrets removed (:mod:`.logscrub`); nothing else is touched.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
@@ -21,10 +23,14 @@ from urllib.parse import urljoin, urlsplit
 
 import httpx
 
+from scopegate.errors import ResponseUnreadable
+from scopegate.openapi.runtime import logscrub
+from scopegate.openapi.runtime.credentials import Redactor
+from scopegate.openapi.runtime.decoding import BodyDecoder
 from scopegate.openapi.runtime.request import BuiltRequest, origin
 
 RedirectPolicy = Literal["same-origin", "none"]
-Failure = Literal["timeout", "connect", "network", "redirect", "protocol"]
+Failure = Literal["timeout", "connect", "network", "redirect", "protocol", "encoding", "decode"]
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 MAX_ERROR_BODY = 64 * 1024
 KEPT_HEADERS = ("content-type", "retry-after", "x-request-id", "request-id", "content-length")
@@ -39,30 +45,9 @@ class Timeouts:
     total: float = 20.0
 
 
-class _HideQueryFilter(logging.Filter):
-    """httpx logs every request URL at INFO; an API key may sit in the query string. Hide queries."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if isinstance(record.args, tuple) and any(isinstance(a, httpx.URL) for a in record.args):
-            record.args = tuple(
-                a.copy_with(query=b"hidden") if isinstance(a, httpx.URL) and a.query else a for a in record.args
-            )
-        return True
-
-
-_QUERY_FILTER = _HideQueryFilter()
-
-
-def hide_query_strings_in_httpx_logs() -> None:
-    """Install (once) a filter on the ``httpx`` logger that replaces URL query strings with ``hidden``."""
-    httpx_logger = logging.getLogger("httpx")
-    if _QUERY_FILTER not in httpx_logger.filters:
-        httpx_logger.addFilter(_QUERY_FILTER)
-
-
 def make_client(timeouts: Timeouts | None = None, *, max_connections: int = 20) -> httpx.AsyncClient:
     t = timeouts or Timeouts()
-    hide_query_strings_in_httpx_logs()
+    logscrub.install()
     return httpx.AsyncClient(
         timeout=httpx.Timeout(connect=t.connect, read=t.read, write=t.write, pool=t.pool),
         follow_redirects=False,
@@ -97,16 +82,19 @@ def _follow_target(current: str, location: str, base_url: str) -> str | None:
 
 
 async def _read_limited(response: httpx.Response, max_bytes: int, *, prefix: bool = False) -> tuple[bytes, bool]:
-    """At most ``max_bytes`` of the body; ``(data, too_large)``. With ``prefix`` an overflow keeps the start."""
+    """At most ``max_bytes`` of the decoded body; ``(data, too_large)``. With ``prefix`` an overflow keeps the start.
+
+    Raises :class:`ResponseUnreadable` for a body it cannot decode.
+    """
     declared = response.headers.get("content-length")
     if not prefix and declared is not None and declared.isdigit() and int(declared) > max_bytes:
         return b"", True
+    decoder = BodyDecoder(response.headers.get("content-encoding"), max_bytes)
     chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        chunks.append(chunk)
-        if size > max_bytes:
+    async for raw in response.aiter_raw():
+        # Decompressors release the GIL: in a thread, a bomb costs the loop nothing.
+        chunks.extend(await asyncio.to_thread(decoder.feed, raw) if decoder.layers else decoder.feed(raw))
+        if decoder.over_limit:
             return (b"".join(chunks)[:max_bytes] if prefix else b""), True
     return b"".join(chunks), False
 
@@ -119,11 +107,18 @@ async def exchange(
     timeout: float,
     redirects: RedirectPolicy = "same-origin",
     max_redirects: int = 3,
+    redactor: Redactor | None = None,
 ) -> HttpOutcome:
-    """One request (plus same-origin redirects) within ``timeout`` seconds. Never raises for I/O."""
+    """One request (plus same-origin redirects) within ``timeout`` seconds. Never raises for I/O.
+
+    ``redactor`` holds the call's secrets: they are removed from what the HTTP libraries log meanwhile.
+    """
     try:
-        async with asyncio.timeout(max(0.001, timeout)):
-            return await _exchange(client, request, max_bytes, redirects, max_redirects)
+        with logscrub.scrubbing(redactor or Redactor()):
+            async with asyncio.timeout(max(0.001, timeout)):
+                return await _exchange(client, request, max_bytes, redirects, max_redirects)
+    except ResponseUnreadable as exc:
+        return HttpOutcome(None, failure="encoding" if exc.reason == "encoding" else "decode")
     except TimeoutError:
         return HttpOutcome(None, failure="timeout")
     except httpx.TimeoutException:
@@ -161,8 +156,11 @@ async def _exchange(
                 if 200 <= status < 300:
                     data, too_large = await _read_limited(response, max_bytes)
                     return HttpOutcome(status, kept, data, too_large=too_large, redirects=hops)
-                # An error body is only read for its message: a small prefix is enough.
-                data, _ = await _read_limited(response, min(max_bytes, MAX_ERROR_BODY), prefix=True)
+                # An error body is only read for its message: a small prefix is enough, none if unreadable.
+                try:
+                    data, _ = await _read_limited(response, min(max_bytes, MAX_ERROR_BODY), prefix=True)
+                except ResponseUnreadable:
+                    data = b""
                 return HttpOutcome(status, kept, data, redirects=hops)
         hops += 1
         url = target

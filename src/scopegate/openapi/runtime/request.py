@@ -29,43 +29,41 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import quote, urlsplit
 
 from jsonschema import Draft202012Validator
 
-from scopegate.errors import ConfigError
+from scopegate.errors import ArgumentsInvalid, ConfigError
+from scopegate.openapi.headers import FORBIDDEN_HEADERS
 from scopegate.openapi.model import FORM_URLENCODED, JSON_MEDIA, ArgumentMap, Parameter, ToolBinding
 from scopegate.openapi.runtime.schema import compile_validator, problems
+from scopegate.openapi.serialize import (
+    FormEncoder,
+    ParamEncoder,
+    WireNames,
+    _ValueProblem,
+    body_kind,
+    pct,
+    pct_name,
+    scalar_text,
+    split_path_template,
+)
+from scopegate.openapi.simplify import deref
+
+__all__ = [
+    "ArgumentsInvalid",
+    "BuiltRequest",
+    "RequestBuilder",
+    "RequestLimits",
+    "UnsupportedOperation",
+    "encode_query",
+    "origin",
+    "pin_base_url",
+    "scalar_text",
+]
 
 # Headers an argument may never set, whatever the spec says.
-RESERVED_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "cookie",
-        "set-cookie",
-        "host",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "keep-alive",
-        "te",
-        "trailer",
-        "upgrade",
-        "expect",
-        "forwarded",
-        "x-forwarded-for",
-        "x-forwarded-host",
-        "x-forwarded-proto",
-        "x-forwarded-port",
-        "x-real-ip",
-        "x-http-method-override",
-        "x-http-method",
-        "x-method-override",
-        "x-original-url",
-        "x-rewrite-url",
-    }
-)
+RESERVED_HEADERS = FORBIDDEN_HEADERS
 # OpenAPI: header parameters with these names "SHALL be ignored".
 IGNORED_HEADER_PARAMS = frozenset({"accept", "content-type", "authorization"})
 IDEMPOTENCY_HEADER = "idempotency-key"
@@ -74,12 +72,8 @@ _TEMPLATE = re.compile(r"\{([^{}]+)\}")
 _HEADER_VALUE_OK = re.compile(r"^[\x20-\x7e]*$")
 
 
-class ArgumentsInvalid(Exception):
-    """The arguments do not fit the operation. ``problems``: ``[{"field", "problem"}]``."""
-
-    def __init__(self, problems: list[dict[str, str]]) -> None:
-        super().__init__("; ".join(f"{p['field']}: {p['problem']}" for p in problems))
-        self.problems = problems
+def _base_media(media_type: str) -> str:
+    return media_type.split(";")[0].strip().lower()
 
 
 class UnsupportedOperation(ConfigError):
@@ -95,7 +89,7 @@ class RequestLimits:
 
 @dataclass(frozen=True)
 class BuiltRequest:
-    """A request ready to send. ``path`` is already percent-encoded; ``query`` pairs are not."""
+    """A request ready to send. ``path`` and the ``query`` pairs are already percent-encoded."""
 
     method: str
     base_url: str
@@ -118,7 +112,7 @@ class BuiltRequest:
         """Every header to send, including Cookie and Content-Type."""
         out = list(self.headers)
         if self.cookies:
-            out.append(("Cookie", "; ".join(f"{k}={quote(v, safe='')}" for k, v in self.cookies)))
+            out.append(("Cookie", "; ".join(f"{k}={v}" for k, v in self.cookies)))
         if self.content_type:
             out.append(("Content-Type", self.content_type))
         return out
@@ -131,16 +125,20 @@ class BuiltRequest:
         cookies: tuple[tuple[str, str], ...] = (),
         secret: bool = False,
     ) -> BuiltRequest:
-        """A copy with extra headers/query/cookies (credentials are added this way, ``secret=True``)."""
+        """A copy with extra headers/query/cookies (credentials are added this way, ``secret=True``).
+
+        ``query`` and ``cookies`` are given as plain text and percent-encoded here.
+        """
+        q = tuple((pct_name(k), pct(v)) for k, v in query)
         return replace(
             self,
             headers=self.headers + headers,
-            query=self.query + query,
-            cookies=self.cookies + cookies,
+            query=self.query + q,
+            cookies=self.cookies + tuple((k, quote(v, safe="")) for k, v in cookies),
             secret_headers=self.secret_headers
             | ({h.lower() for h, _ in headers} if secret else set())
             | ({"cookie"} if secret and cookies else set()),
-            secret_query=self.secret_query | ({k for k, _ in query} if secret else set()),
+            secret_query=self.secret_query | ({k for k, _ in q} if secret else set()),
         )
 
     def describe(self) -> dict[str, Any]:
@@ -160,7 +158,8 @@ class BuiltRequest:
 
 
 def encode_query(pairs: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> str:
-    return "&".join(f"{quote(k, safe='[]')}={quote(v, safe='')}" for k, v in pairs)
+    """Join already-encoded ``(name, value)`` pairs."""
+    return "&".join(f"{k}={v}" for k, v in pairs)
 
 
 def pin_base_url(url: str) -> str:
@@ -181,45 +180,33 @@ def origin(url: str) -> tuple[str, str, int]:
     return (scheme, (parts.hostname or "").lower(), port)
 
 
-def scalar_text(value: Any) -> str:
-    """How a single value is written into a URL, header or form: JSON spelling for non-strings."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return ""
-    if isinstance(value, int):
-        return str(value)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
 def _is_nullable(schema: Mapping[str, Any]) -> bool:
     typ = schema.get("type")
     return schema.get("nullable") is True or typ == "null" or (isinstance(typ, list) and "null" in typ)
 
 
-def _coerce(value: Any, schema: Mapping[str, Any]) -> Any:
+def _coerce(value: Any, schema: Any, defs: Mapping[str, Any] | None) -> Any:
     """Models often send 3.0 for an integer: turn integral floats into ints where the schema wants them."""
+    schema = deref(schema, defs)
+    if not isinstance(schema, Mapping):
+        return value
     typ = schema.get("type")
     types = set(typ) if isinstance(typ, list) else {typ}
     if "integer" in types and isinstance(value, float) and value.is_integer():
         return int(value)
     items = schema.get("items")
     if "array" in types and isinstance(value, list) and isinstance(items, Mapping):
-        return [_coerce(v, items) for v in value]
+        return [_coerce(v, items, defs) for v in value]
     return value
 
 
-def _encode_path_value(text: str) -> str:
-    encoded = quote(text, safe="")
-    if encoded and set(encoded) == {"."}:
-        encoded = encoded.replace(".", "%2E")
-    return encoded
+def _defs(schema: Any) -> Mapping[str, Any] | None:
+    found = schema.get("$defs") if isinstance(schema, Mapping) else None
+    return found if isinstance(found, Mapping) else None
 
 
 class RequestBuilder:
-    """Builds requests for one operation. Validators are compiled once, here."""
+    """Builds requests for one operation. Validators and encoders are compiled once, here."""
 
     def __init__(
         self,
@@ -234,6 +221,7 @@ class RequestBuilder:
         self.base_url = pin_base_url(base_url)
         self.limits = limits or RequestLimits()
         self._params: dict[tuple[str, str], Parameter] = {(p.location, p.name): p for p in self.operation.parameters}
+        self._path_template, self._fixed_query = split_path_template(self.operation.path)
         self.idempotency_header: str | None = None
         hidden_args = set(hidden)
         for am in binding.arguments:
@@ -253,21 +241,42 @@ class RequestBuilder:
                 self.idempotency_header = p.name
         self.hidden = frozenset(hidden_args)
         self.model_arguments = frozenset(a.argument for a in binding.arguments) - self.hidden
+        self.sensitive = frozenset(a.argument for a in binding.arguments if a.sensitive)
         media = binding.body_media_type
-        if media is not None and not (
-            media == JSON_MEDIA or media.endswith("+json") or media in (FORM_URLENCODED, TEXT_MEDIA)
-        ):
+        self._body_kind = body_kind(media, binding.body_schema) if media is not None else None
+        if media is not None and self._body_kind is None:
             raise UnsupportedOperation(f"{self.operation.label}: request body media type {media!r} is not supported")
         self._validators: dict[str, Draft202012Validator] = {}
+        self._encoders: dict[str, ParamEncoder] = {}
         for am in binding.arguments:
             if am.location in ("path", "query", "header", "cookie"):
                 param = self._params.get((am.location, am.original_name or ""))
                 if param is None:
                     raise UnsupportedOperation(f"{self.operation.label}: argument {am.argument!r} has no parameter")
                 self._validators[am.argument] = compile_validator(param.schema)
-        self._body_validator = compile_validator(binding.body_schema or {}) if media is not None else None
-        self._body_props: Mapping[str, Any] = (binding.body_schema or {}).get("properties") or {}
+                self._encoders[am.argument] = ParamEncoder(param)
+        body_schema = binding.body_schema or {}
+        self._body_validator = compile_validator(body_schema) if media is not None else None
+        self._body_defs = _defs(body_schema)
+        root = deref(body_schema, self._body_defs)
+        props = root.get("properties") if isinstance(root, Mapping) else None
+        self._body_props: Mapping[str, Any] = props if isinstance(props, Mapping) else {}
         self._arg_for_property = {a.original_name: a.argument for a in binding.by_location("body_property")}
+        self._form: FormEncoder | None = None
+        if self._body_kind == "form":
+            self._form = FormEncoder(body_schema, self._encoding())
+
+    def wire_names(self) -> dict[str, WireNames]:
+        """Argument -> every query key (or form-body key, cookie name) it can produce. Known at build time."""
+        out: dict[str, WireNames] = {}
+        for am in self.binding.arguments:
+            if am.argument in self._encoders:
+                out[am.argument] = self._encoders[am.argument].wire_names()
+            elif am.location == "body_property" and self._form is not None:
+                out[am.argument] = self._form.wire_names(am.original_name or am.argument)
+            else:
+                out[am.argument] = WireNames()
+        return out
 
     # ------------------------------------------------------------------ build
     def build(
@@ -292,10 +301,7 @@ class RequestBuilder:
         values: dict[str, Any] = {k: v for k, v in args.items() if k in self.model_arguments}
         values.update(bound or {})
 
-        path_values: dict[str, str] = {}
-        query: list[tuple[str, str]] = []
-        headers: list[tuple[str, str]] = []
-        cookies: list[tuple[str, str]] = []
+        parts = _Parts()
         body_obj: dict[str, Any] = {}
         whole_body: Any = None
         has_whole_body = False
@@ -303,34 +309,38 @@ class RequestBuilder:
         for am in self.binding.arguments:
             value = values.get(am.argument)
             if am.location == "body_property":
-                prop_schema = self._body_props.get(am.original_name or "", {})
-                if value is None and not (am.argument in values and _is_nullable(prop_schema)):
+                prop_schema = deref(self._body_props.get(am.original_name or "", {}), self._body_defs)
+                nullable = isinstance(prop_schema, Mapping) and _is_nullable(prop_schema)
+                if value is None and not (am.argument in values and nullable):
                     if am.required:
                         errs.append({"field": am.argument, "problem": "is required"})
                     continue
-                body_obj[am.original_name or am.argument] = _coerce(value, prop_schema)
+                body_obj[am.original_name or am.argument] = _coerce(value, prop_schema, self._body_defs)
                 continue
             if am.location == "body":
                 if value is None:
                     if am.required:
                         errs.append({"field": am.argument, "problem": "is required"})
                     continue
-                whole_body, has_whole_body = _coerce(value, self.binding.body_schema or {}), True
+                whole_body = _coerce(value, self.binding.body_schema or {}, self._body_defs)
+                has_whole_body = True
                 continue
             if value is None:
                 if am.required:
                     errs.append({"field": am.argument, "problem": "is required"})
                 continue
             param = self._params[(am.location, am.original_name or "")]
-            value = _coerce(value, param.schema)
+            value = _coerce(value, param.schema, _defs(param.schema))
             found = problems(self._validators[am.argument], value)
             if found:
                 errs.extend(self._fields(am.argument, found))
                 continue
             try:
-                self._place(am, param, value, path_values, query, headers, cookies)
+                self._place(am, param, value, parts)
             except ArgumentsInvalid as exc:
                 errs.extend(exc.problems)
+            except _ValueProblem as exc:
+                errs.append({"field": am.argument, "problem": str(exc)})
 
         body, content_type = None, None
         if self._body_validator is not None and (has_whole_body or body_obj or self.binding.body_required):
@@ -342,18 +352,20 @@ class RequestBuilder:
         if errs:
             raise ArgumentsInvalid(_dedupe(errs))
 
-        path = self._render_path(path_values)
+        path = self._render_path(parts.path)
         if self.idempotency_header and idempotency_key:
-            headers.append((self.idempotency_header, idempotency_key))
+            parts.headers.append((self.idempotency_header, idempotency_key))
         return BuiltRequest(
             method=self.operation.method,
             base_url=self.base_url,
             path=path,
-            query=tuple(query),
-            headers=tuple(headers),
-            cookies=tuple(cookies),
+            query=self._fixed_query + tuple(parts.query),
+            headers=tuple(parts.headers),
+            cookies=tuple(parts.cookies),
             body=body,
             content_type=content_type,
+            secret_headers=frozenset(parts.secret_headers),
+            secret_query=frozenset(parts.secret_query),
         )
 
     # ---------------------------------------------------------------- helpers
@@ -369,94 +381,32 @@ class RequestBuilder:
             return ".".join((self._arg_for_property[path[0]], *path[1:]))
         return ".".join(("body", *path))
 
-    def _place(
-        self,
-        am: ArgumentMap,
-        param: Parameter,
-        value: Any,
-        path_values: dict[str, str],
-        query: list[tuple[str, str]],
-        headers: list[tuple[str, str]],
-        cookies: list[tuple[str, str]],
-    ) -> None:
-        name = param.name
-        if param.media_type is not None:  # content-serialised parameter
-            value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    def _place(self, am: ArgumentMap, param: Parameter, value: Any, parts: _Parts) -> None:
+        encoder = self._encoders[am.argument]
+        secret = am.argument in self.sensitive
         if am.location == "path":
-            text = self._path_value(param, value)
+            if isinstance(value, str) and len(value) > self.limits.max_path_value_chars:
+                raise ArgumentsInvalid([{"field": am.argument, "problem": "must be a non-empty, short value"}])
+            text = encoder.path(value)
             if not text or len(text) > self.limits.max_path_value_chars * 3:
                 raise ArgumentsInvalid([{"field": am.argument, "problem": "must be a non-empty, short value"}])
-            path_values[name] = text
+            parts.path[param.name] = text
         elif am.location == "query":
-            query.extend(self._query_pairs(param, value))
+            pairs = encoder.query(value)
+            parts.query.extend(pairs)
+            if secret:
+                parts.secret_query.update(k for k, _ in pairs)
         elif am.location == "header":
-            text = self._joined(value, param.explode is True)
+            text = encoder.header(value)
             if len(text) > self.limits.max_header_value_chars or not _HEADER_VALUE_OK.match(text):
                 raise ArgumentsInvalid([{"field": am.argument, "problem": "must be short printable ASCII text"}])
-            headers.append((name, text))
+            parts.headers.append((param.name, text))
+            if secret:
+                parts.secret_headers.add(param.name.lower())
         elif am.location == "cookie":
-            cookies.append((name, self._joined(value, False)))
-
-    @staticmethod
-    def _joined(value: Any, explode: bool) -> str:
-        if isinstance(value, list):
-            return ",".join(scalar_text(v) for v in value)
-        if isinstance(value, Mapping):
-            sep = "=" if explode else ","
-            return ",".join(f"{k}{sep}{scalar_text(v)}" for k, v in value.items())
-        return scalar_text(value)
-
-    def _path_value(self, param: Parameter, value: Any) -> str:
-        style = param.style or "simple"
-        explode = param.explode is True
-        if isinstance(value, list):
-            items = [_encode_path_value(scalar_text(v)) for v in value]
-            if style == "label":
-                return "." + ("." if explode else ",").join(items)
-            if style == "matrix":
-                if explode:
-                    return "".join(f";{param.name}={i}" for i in items)
-                return f";{param.name}=" + ",".join(items)
-            return ",".join(items)
-        if isinstance(value, Mapping):
-            pairs = [(_encode_path_value(str(k)), _encode_path_value(scalar_text(v))) for k, v in value.items()]
-            inner = ",".join(f"{k}={v}" if explode else f"{k},{v}" for k, v in pairs)
-            if style == "label":
-                return "." + inner
-            if style == "matrix":
-                return f";{param.name}=" + inner
-            return inner
-        text = scalar_text(value)
-        if len(text) > self.limits.max_path_value_chars:
-            return ""
-        encoded = _encode_path_value(text)
-        if style == "label":
-            return "." + encoded
-        if style == "matrix":
-            return f";{param.name}={encoded}"
-        return encoded
-
-    @staticmethod
-    def _query_pairs(param: Parameter, value: Any) -> list[tuple[str, str]]:
-        name = param.name
-        style = param.style or "form"
-        explode = param.explode if param.explode is not None else style == "form"
-        if param.media_type is not None or not isinstance(value, list | Mapping):
-            return [(name, scalar_text(value))]
-        if isinstance(value, list):
-            texts = [scalar_text(v) for v in value]
-            if style == "spaceDelimited":
-                return [(name, " ".join(texts))]
-            if style == "pipeDelimited":
-                return [(name, "|".join(texts))]
-            if explode:
-                return [(name, t) for t in texts]
-            return [(name, ",".join(texts))]
-        if style == "deepObject":
-            return [(f"{name}[{k}]", scalar_text(v)) for k, v in value.items()]
-        if explode:
-            return [(str(k), scalar_text(v)) for k, v in value.items()]
-        return [(name, ",".join(f"{k},{scalar_text(v)}" for k, v in value.items()))]
+            parts.cookies.extend(encoder.cookie(value))
+            if secret:
+                parts.secret_headers.add("cookie")
 
     def _render_path(self, path_values: Mapping[str, str]) -> str:
         def sub(match: re.Match[str]) -> str:
@@ -465,7 +415,7 @@ class RequestBuilder:
                 raise ArgumentsInvalid([{"field": name, "problem": "is required"}])
             return path_values[name]
 
-        path = _TEMPLATE.sub(sub, self.operation.path)
+        path = _TEMPLATE.sub(sub, self._path_template)
         if not path.startswith("/"):
             path = "/" + path
         segments = path.split("/")[1:]
@@ -475,44 +425,45 @@ class RequestBuilder:
 
     def _encode_body(self, payload: Any, errs: list[dict[str, str]]) -> tuple[bytes | None, str | None]:
         media = self.binding.body_media_type or JSON_MEDIA
-        if media == FORM_URLENCODED:
+        base = _base_media(media)
+        if self._form is not None:
             if not isinstance(payload, Mapping):
                 errs.append({"field": "body", "problem": "a form body must be an object"})
                 return None, None
-            return _form_encode(payload, self._encoding()).encode("ascii"), FORM_URLENCODED
-        if media == TEXT_MEDIA:
+            try:
+                return self._form.encode(payload), FORM_URLENCODED
+            except _ValueProblem as exc:
+                errs.append({"field": "body", "problem": str(exc)})
+                return None, None
+        if self._body_kind == "text":
             if not isinstance(payload, str):
                 errs.append({"field": "body", "problem": "must be text"})
                 return None, None
-            return payload.encode("utf-8"), "text/plain; charset=utf-8"
+            if base == "*/*":
+                return payload.encode("utf-8"), "text/plain; charset=utf-8"
+            return payload.encode("utf-8"), media if ";" in media else f"{base}; charset=utf-8"
         try:
             text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except (TypeError, ValueError):
             errs.append({"field": "body", "problem": "is not JSON"})
             return None, None
-        return text.encode("utf-8"), media
+        return text.encode("utf-8"), JSON_MEDIA if base == "*/*" else media
 
     def _encoding(self) -> Mapping[str, Mapping[str, Any]]:
         rb = self.operation.request_body
-        entry = rb.media(FORM_URLENCODED) if rb is not None else None
+        media = self.binding.body_media_type
+        entry = rb.media(media) if rb is not None and media is not None else None
         return entry.encoding if entry is not None else {}
 
 
-def _form_encode(payload: Mapping[str, Any], encoding: Mapping[str, Mapping[str, Any]]) -> str:
-    """``application/x-www-form-urlencoded``: arrays repeat the key, objects are sent as JSON."""
-    pairs: list[tuple[str, str]] = []
-    for key, value in payload.items():
-        enc = encoding.get(key, {})
-        if value is None:
-            continue
-        if isinstance(value, list):
-            if enc.get("explode", True) is False:
-                pairs.append((key, ",".join(scalar_text(v) for v in value)))
-            else:
-                pairs.extend((key, scalar_text(v)) for v in value)
-        else:
-            pairs.append((key, scalar_text(value)))
-    return "&".join(f"{quote_plus(k, safe='')}={quote_plus(v, safe='')}" for k, v in pairs)
+@dataclass
+class _Parts:
+    path: dict[str, str] = field(default_factory=dict)
+    query: list[tuple[str, str]] = field(default_factory=list)
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    cookies: list[tuple[str, str]] = field(default_factory=list)
+    secret_headers: set[str] = field(default_factory=set)
+    secret_query: set[str] = field(default_factory=set)
 
 
 def _dedupe(errs: list[dict[str, str]]) -> list[dict[str, str]]:

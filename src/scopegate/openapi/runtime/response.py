@@ -58,6 +58,15 @@ def parse_body(body: bytes, content_type: str) -> tuple[str, Any]:
     return "binary", {"content_type": ctype, "bytes": len(body), "note": "binary content is not returned"}
 
 
+def json_value_estimate(body: bytes) -> int:
+    """An upper bound on the number of values in a JSON body, at C speed (separators and openers).
+
+    Parsing costs 50-200 bytes of memory per value: ``[{},{},…]`` turns 900 KB into 40 MB of
+    objects. The tool refuses a body whose estimate is over its budget before parsing it.
+    """
+    return body.count(b",") + body.count(b":") + body.count(b"[") + body.count(b"{")
+
+
 def _tree(paths: Sequence[str]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     for path in paths:

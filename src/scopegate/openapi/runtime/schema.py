@@ -2,8 +2,22 @@
 
 OpenAPI 3.0 schemas are not quite JSON Schema (``nullable``, boolean
 ``exclusiveMinimum``); :func:`to_json_schema` rewrites them into 2020-12 form,
-for the request direction (``readOnly`` properties are not required). The
-result is used with ``jsonschema``'s 2020-12 validator, compiled once.
+for the request direction:
+
+* ``readOnly`` properties (also when set through an ``allOf`` override, or
+  declared in the allOf parts or oneOf/anyOf variants beside the ``required``
+  list) are not required;
+* an ``allOf`` whose parts close themselves with ``additionalProperties:
+  false`` accepts the properties its sibling parts declare: the model was
+  shown the merged object, so the body is validated against the same merged
+  property set (JSON Schema alone would reject every property of the other
+  parts);
+* a ``discriminator`` selects the variant: the value is validated against the
+  variant its tag names (JSON Schema's ``oneOf`` alone would accept a value that
+  happens to fit another variant);
+* back-edges ``{"$ref": "#/$defs/X"}`` and the top-level ``$defs`` are kept.
+
+The result is used with ``jsonschema``'s 2020-12 validator, compiled once.
 """
 
 from __future__ import annotations
@@ -14,14 +28,75 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
+from scopegate.openapi.simplify import deref
+
 MAX_PROBLEMS = 10
 MAX_PROBLEM_CHARS = 200
 _SCHEMA_KEYS_WITH_SUBSCHEMA = ("items", "additionalProperties", "not", "contains", "propertyNames")
 _SCHEMA_KEYS_WITH_LIST = ("allOf", "anyOf", "oneOf", "prefixItems")
 _SCHEMA_KEYS_WITH_MAP = ("properties", "patternProperties", "$defs", "definitions")
+_DROPPED = frozenset(
+    {"nullable", "discriminator", "xml", "example", "externalDocs", "$schema", "$id", "x-variant-tags"}
+)
 
 
-def to_json_schema(schema: Any, memo: dict[int, Any] | None = None) -> Any:
+def _property_names(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> set[str]:
+    schema = deref(schema, defs)
+    if not isinstance(schema, Mapping) or depth > 32:
+        return set()
+    names = {str(k) for k in schema.get("properties") or {}} if isinstance(schema.get("properties"), Mapping) else set()
+    for part in schema.get("allOf") or []:
+        names |= _property_names(part, defs, depth + 1)
+    return names
+
+
+def _open_parts(parts: list[Any], defs: Mapping[str, Any]) -> list[Any]:
+    """allOf parts, each closed part (``additionalProperties: false``) also accepting its siblings' properties."""
+    everything: set[str] = set()
+    for part in parts:
+        everything |= _property_names(part, defs)
+    out: list[Any] = []
+    for part in parts:
+        body = deref(part, defs)
+        if isinstance(body, Mapping) and (
+            body.get("additionalProperties") is not None or body.get("unevaluatedProperties") is False
+        ):
+            own = _property_names(body, defs)
+            extra = {name: True for name in sorted(everything - own)}
+            if extra:
+                props = dict(body.get("properties") or {}) if isinstance(body.get("properties"), Mapping) else {}
+                props.update(extra)
+                out.append({**body, "properties": props})
+                continue
+        out.append(part)
+    return out
+
+
+def _read_only(schema: Any, defs: Mapping[str, Any]) -> bool:
+    schema = deref(schema, defs)
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("readOnly") is True:
+        return True
+    return any(_read_only(p, defs) for p in schema.get("allOf") or [] if isinstance(schema.get("allOf"), list))
+
+
+def _read_only_names(schema: Any, defs: Mapping[str, Any], depth: int = 0) -> set[str]:
+    """Names of the properties ``schema`` marks readOnly: its own, and those of its allOf parts and its
+    oneOf/anyOf variants (Cloudflare lists ``id`` as required beside a oneOf whose variants make it readOnly)."""
+    schema = deref(schema, defs)
+    if not isinstance(schema, Mapping) or depth > 32:
+        return set()
+    props = schema.get("properties")
+    names = {str(k) for k, v in props.items() if _read_only(v, defs)} if isinstance(props, Mapping) else set()
+    for key in ("allOf", "oneOf", "anyOf"):
+        parts = schema.get(key)
+        for part in parts if isinstance(parts, list) else []:
+            names |= _read_only_names(part, defs, depth + 1)
+    return names
+
+
+def to_json_schema(schema: Any, memo: dict[int, Any] | None = None, defs: Mapping[str, Any] | None = None) -> Any:
     """A 2020-12 copy of an OpenAPI (3.0 or 3.1) schema, for validating a request value."""
     memo = {} if memo is None else memo
     if not isinstance(schema, Mapping):
@@ -29,16 +104,30 @@ def to_json_schema(schema: Any, memo: dict[int, Any] | None = None) -> Any:
     key = id(schema)
     if key in memo:
         return memo[key]
+    if defs is None:
+        found = schema.get("$defs")
+        defs = found if isinstance(found, Mapping) else {}
+    if isinstance(schema.get("allOf"), list):
+        schema = {**schema, "allOf": _open_parts(schema["allOf"], defs)}
     out: dict[str, Any] = {}
     memo[key] = out
     for name, value in schema.items():
         if name in _SCHEMA_KEYS_WITH_SUBSCHEMA:
-            out[name] = to_json_schema(value, memo) if isinstance(value, Mapping | bool) else value
+            out[name] = to_json_schema(value, memo, defs) if isinstance(value, Mapping | bool) else value
         elif name in _SCHEMA_KEYS_WITH_LIST and isinstance(value, list):
-            out[name] = [to_json_schema(v, memo) for v in value]
+            out[name] = [to_json_schema(v, memo, defs) for v in value]
         elif name in _SCHEMA_KEYS_WITH_MAP and isinstance(value, Mapping):
-            out[name] = {k: to_json_schema(v, memo) for k, v in value.items()}
-        elif name in ("nullable", "discriminator", "xml", "example", "externalDocs", "$ref", "$schema", "$id"):
+            out[name] = {k: to_json_schema(v, memo, defs) for k, v in value.items()}
+        elif name in (
+            "nullable",
+            "discriminator",
+            "xml",
+            "example",
+            "externalDocs",
+            "$schema",
+            "$id",
+            "x-variant-tags",
+        ):
             continue
         elif name == "format":
             continue  # formats are hints to the model; the API is the judge
@@ -61,12 +150,36 @@ def to_json_schema(schema: Any, memo: dict[int, Any] | None = None) -> Any:
         if isinstance(out.get("enum"), list) and None not in out["enum"]:
             out["enum"] = [*out["enum"], None]
     required = out.get("required")
-    props = out.get("properties")
-    if isinstance(required, list) and isinstance(props, Mapping):
-        out["required"] = [
-            r for r in required if not (isinstance(props.get(r), Mapping) and props[r].get("readOnly") is True)
-        ]
+    if isinstance(required, list):
+        read_only = _read_only_names(schema, defs)
+        out["required"] = [r for r in required if r not in read_only]
+    _discriminate(out, schema)
     return out
+
+
+def _discriminate(out: dict[str, Any], schema: Mapping[str, Any]) -> None:
+    """A discriminated oneOf/anyOf: the discriminator's value selects the variant (as OpenAPI says).
+
+    Plain JSON Schema would accept a value that fits *another* variant; this
+    validates against the variant the tag names, and only known tags.
+    """
+    disc = schema.get("discriminator")
+    if not isinstance(disc, Mapping) or not isinstance(disc.get("propertyName"), str):
+        return
+    prop = disc["propertyName"]
+    tags = disc.get("x-variant-tags")
+    key = "oneOf" if isinstance(out.get("oneOf"), list) else "anyOf" if isinstance(out.get("anyOf"), list) else None
+    if key is None or not isinstance(tags, list) or len(tags) != len(out[key]) or not all(tags):
+        return
+    variants = out.pop(key)
+    branches: list[Any] = [
+        {"if": {"properties": {prop: {"const": tag}}, "required": [prop]}, "then": variant}
+        for variant, variant_tags in zip(variants, tags, strict=True)
+        for tag in variant_tags
+    ]
+    known = [t for variant_tags in tags for t in variant_tags]
+    branches.append({"properties": {prop: {"enum": known}}, "required": [prop]})
+    out["allOf"] = [*(out.get("allOf") or []), *branches]
 
 
 def compile_validator(schema: Any) -> Draft202012Validator:

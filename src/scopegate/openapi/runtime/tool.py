@@ -5,16 +5,21 @@ state -> build and validate the request (pure) -> confirmation asked? ->
 ownership check before the call (lookup or hook) -> credentials -> send with
 timeouts, redirect policy, byte limit and retries where allowed -> map errors
 -> ownership check on the response -> redact secrets -> shape -> result.
-It never raises: every failure is an error envelope.
+It never raises: every failure is an error envelope. Sensitive argument values
+(:mod:`.sensitive`) are masked in the call log and the confirmation prompt and
+redacted, like credentials, from everything the API sends back and from the
+HTTP libraries' logs. A large body is parsed, redacted and shaped in a worker
+thread, so the event loop keeps running.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import re
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,11 +27,11 @@ from typing import Any
 import httpx
 
 from scopegate.context import CallContext
-from scopegate.errors import ConfigError, tool_error
+from scopegate.errors import ArgumentsInvalid, ConfigError, NoCredentials, tool_error
 from scopegate.openapi.model import SecurityScheme
 from scopegate.openapi.runtime import errors as E
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
-from scopegate.openapi.runtime.credentials import AuthParts, NoCredentials, Redactor, resolve_auth
+from scopegate.openapi.runtime.credentials import AuthParts, Redactor, resolve_auth
 from scopegate.openapi.runtime.http import HttpOutcome, exchange
 from scopegate.openapi.runtime.ownership import (
     HookOwner,
@@ -38,14 +43,22 @@ from scopegate.openapi.runtime.ownership import (
     owner_matches,
     state_keys,
 )
-from scopegate.openapi.runtime.request import ArgumentsInvalid, BuiltRequest, RequestBuilder
-from scopegate.openapi.runtime.response import UNTRUSTED_NOTE, parse_body, shape
+from scopegate.openapi.runtime.request import BuiltRequest, RequestBuilder
+from scopegate.openapi.runtime.reserved_names import ReservedNames, undeclared_credential_names
+from scopegate.openapi.runtime.response import UNTRUSTED_NOTE, json_value_estimate, parse_body, shape
 from scopegate.openapi.runtime.retry import Verdict, may_retry, with_retries
-from scopegate.openapi.translate import ToolDeclaration
+from scopegate.openapi.runtime.sensitive import SensitiveFields
+from scopegate.openapi.translate import ToolDeclaration, TranslateOptions
 from scopegate.scope import Scope, ScopeMissing, read_scope
+from scopegate.tools import LogFields, ToolOutcome
 
 logger = logging.getLogger("scopegate.openapi.calls")
-RECENT_CALLS = 512
+# Bodies up to this size are parsed and shaped inline; larger ones in a worker thread.
+INLINE_BODY_BYTES = 64 * 1024
+# A JSON body may hold at most one value per this many bytes of the byte limit (and at least
+# MIN_JSON_VALUES): parsed values cost 50-200 bytes each, so memory stays a small multiple of the limit.
+BYTES_PER_JSON_VALUE = 10
+MIN_JSON_VALUES = 1000
 
 
 @dataclass
@@ -63,6 +76,7 @@ class _Fetched:
     status: int
     kind: str
     data: Any
+    size: int = 0
 
 
 @dataclass
@@ -71,6 +85,12 @@ class _CallInfo:
     attempts: int = 0
     latency_ms: float = 0.0
     upstream_request_id: str | None = None
+
+
+def _given_key(ctx: CallContext) -> str | None:
+    """An idempotency key a composing tool passed (``CallContext.extra``; never from the model)."""
+    key = ctx.extra.get("idempotency_key")
+    return key if isinstance(key, str) and re.fullmatch(r"[A-Za-z0-9_-]{8,128}", key) else None
 
 
 def _blank(value: Any) -> bool:
@@ -95,11 +115,25 @@ class OperationTool:
         self.policy = policy
         self.name = declaration.name
         self.read_only = not self.operation.state_changing
+        self.scope_keys = runtime.settings.scope_keys
         self.requires_confirmation = policy.confirm if policy.confirm is not None else self.operation.state_changing
         self.ownership: OwnershipRule | None = policy.ownership_rule()
         settings = runtime.settings
+        checked = set(self.ownership.arguments.values()) if isinstance(self.ownership, LookupOwner) else set()
+        self.reserved_names = ReservedNames.build(
+            declaration.binding,
+            bound=set(policy.bind),
+            checked=checked,
+            schemes=runtime.schemes,
+            credential_names=undeclared_credential_names(
+                declaration.binding, (settings.translate_options or TranslateOptions()).sensitive_names
+            ),
+        )
         self.builder = RequestBuilder(
-            declaration.binding, base_url, hidden=tuple(policy.bind), limits=settings.request_limits
+            declaration.binding,
+            base_url,
+            hidden=(*policy.bind, *self.reserved_names.shadowed),
+            limits=settings.request_limits,
         )
         unknown = set(policy.bind) - {a.argument for a in declaration.binding.arguments}
         if unknown:
@@ -116,7 +150,7 @@ class OperationTool:
             description += "\n\nChanges data: the user is asked to confirm before the request is sent."
         self.description = description
         self._parameters = self._visible_parameters()
-        self._recent: OrderedDict[str, _CallInfo] = OrderedDict()
+        self.sensitive = SensitiveFields.build(declaration.binding, policy.sensitive, settings.sensitive_fields)
 
     # ------------------------------------------------------------ protocol
     def parameters_schema(self) -> dict[str, Any]:
@@ -137,12 +171,22 @@ class OperationTool:
 
     def scope_of(self, ctx: CallContext) -> Scope | None:
         try:
-            return read_scope(ctx.state, self.runtime.settings.scope_keys)
+            return read_scope(ctx.state, self.scope_keys)
         except ScopeMissing:
             return None
 
-    def log_fields(self, args: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
-        info = self._recent.get(str(result.get("request_id")), _CallInfo())
+    def describe(self, args: Mapping[str, Any]) -> LogFields:
+        known = self.builder.model_arguments
+        return {
+            "tool": self.name,
+            "operation_id": self.operation.operation_id or self.operation.key,
+            "method": self.operation.method,
+            "path": self.operation.path,
+            "arguments": sorted(k for k in args if k in known),
+        }
+
+    def _log(self, args: Mapping[str, Any], result: Mapping[str, Any], info: _CallInfo) -> LogFields:
+        """Call-log fields: argument names, never values (unless ``log_argument_values``)."""
         known = self.builder.model_arguments
         fields: dict[str, Any] = {
             "tool": self.name,
@@ -162,27 +206,25 @@ class OperationTool:
         if info.upstream_request_id:
             fields["upstream_request_id"] = info.upstream_request_id[:128]
         if self.runtime.settings.log_argument_values:
-            fields["argument_values"] = {k: args[k] for k in sorted(args) if k in known}
+            fields["argument_values"] = self.sensitive.mask({k: args[k] for k in sorted(args) if k in known})
         return fields
 
-    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> dict[str, Any]:
+    async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
         request_id = uuid.uuid4().hex[:16]
         info = _CallInfo()
         started = time.monotonic()
+        safe_args: Mapping[str, Any] = args if isinstance(args, Mapping) else {}
         try:
-            result = await self._run(dict(args) if isinstance(args, Mapping) else {}, ctx, request_id, info, started)
+            result = await self._run(dict(safe_args), ctx, request_id, info, started)
         except Exception as exc:  # never into the agent loop; no details to the model
             logger.error("openapi tool %s failed internally: %s", self.name, type(exc).__name__)
             result = E.internal_error()
         result["request_id"] = request_id
         info.latency_ms = (time.monotonic() - started) * 1000.0
-        self._recent[request_id] = info
-        while len(self._recent) > RECENT_CALLS:
-            self._recent.popitem(last=False)
+        fields = self._log(safe_args, result, info)
         if logger.isEnabledFor(logging.INFO):
-            safe_args = args if isinstance(args, Mapping) else {}
-            logger.info(json.dumps(self.log_fields(safe_args, result), default=str, sort_keys=True))
-        return result
+            logger.info(json.dumps(fields, default=str, sort_keys=True))
+        return ToolOutcome(result, fields)
 
     # ------------------------------------------------------------ the call
     async def _run(
@@ -197,9 +239,9 @@ class OperationTool:
             if _blank(state.get(key)):
                 return E.no_scope_error()
         bound = {arg: state[key] for arg, key in self.policy.bind.items()}
-        idempotency_key = uuid.uuid4().hex if self.builder.idempotency_header else None
+        idempotency_key = (_given_key(ctx) or uuid.uuid4().hex) if self.builder.idempotency_header else None
         try:
-            built = self.builder.build(args, bound=bound, idempotency_key=idempotency_key)
+            built = self._build(args, bound, idempotency_key)
         except ArgumentsInvalid as exc:
             return E.bad_arguments(exc.problems)
         if self.requires_confirmation and ctx.confirmed is not True:
@@ -216,7 +258,7 @@ class OperationTool:
             if not await ask_hook(rule.hook, question):
                 return E.not_found()
 
-        fetched = await self._send(built, ctx, request_id, deadline, info)
+        fetched = await self._send(built, ctx, request_id, deadline, info, args)
         if isinstance(fetched, dict):
             return fetched
         if isinstance(rule, ResponseOwner) and not owner_matches(fetched.data, rule.path, state.get(rule.state_key)):
@@ -225,7 +267,19 @@ class OperationTool:
             question = OwnershipQuestion(self.name, args, state, "after", response=fetched.data)
             if not await ask_hook(rule.hook, question):
                 return E.not_found()
+        if fetched.size > INLINE_BODY_BYTES:
+            return await asyncio.to_thread(self._result, fetched)
         return self._result(fetched)
+
+    def _build(
+        self, args: Mapping[str, Any], bound: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> BuiltRequest:
+        """The request, refused if an argument smuggled a server-owned name onto the wire."""
+        built = self.builder.build(args, bound=bound, idempotency_key=idempotency_key)
+        smuggled = self.reserved_names.check(built, {**args, **bound})
+        if smuggled:
+            raise ArgumentsInvalid(smuggled)
+        return built
 
     def _confirmation_required(self, args: Mapping[str, Any]) -> dict[str, Any]:
         return tool_error(
@@ -246,13 +300,14 @@ class OperationTool:
             "operation": op.operation_id or op.key,
             "method": op.method,
             "path": op.path,
-            "arguments": {k: args[k] for k in sorted(args) if k in known},
+            "arguments": self.sensitive.mask({k: args[k] for k in sorted(args) if k in known}),
         }
 
     def confirmation_hint(self, args: Mapping[str, Any]) -> str:
         op = self.operation
         what = op.summary or op.label
-        shown = ", ".join(f"{k}={json.dumps(args[k], ensure_ascii=False)[:80]}" for k in sorted(args))
+        masked = self.sensitive.mask(args)
+        shown = ", ".join(f"{k}={json.dumps(masked[k], ensure_ascii=False)[:80]}" for k in sorted(masked))
         return f"Approve '{what}' ({op.method} {op.path}) with {shown or 'no arguments'}?"
 
     async def _lookup_refuses(
@@ -278,10 +333,10 @@ class OperationTool:
                 return E.no_scope_error()
         bound = {arg: ctx.state[key] for arg, key in self.policy.bind.items()}
         try:
-            built = self.builder.build(args, bound=bound)
+            built = self._build(args, bound)
         except ArgumentsInvalid as exc:
             return E.bad_arguments(exc.problems)
-        fetched = await self._send(built, ctx, request_id, deadline, _CallInfo())
+        fetched = await self._send(built, ctx, request_id, deadline, _CallInfo(), args)
         rule = self.ownership
         if (
             isinstance(fetched, _Fetched)
@@ -292,17 +347,21 @@ class OperationTool:
         return fetched
 
     async def _send(
-        self, built: BuiltRequest, ctx: CallContext, request_id: str, deadline: float, info: _CallInfo
+        self,
+        built: BuiltRequest,
+        ctx: CallContext,
+        request_id: str,
+        deadline: float,
+        info: _CallInfo,
+        args: Mapping[str, Any],
     ) -> _Fetched | dict[str, Any]:
         settings = self.runtime.settings
         try:
             auth = await resolve_auth(self.operation.security, self.runtime.schemes, settings.credentials, ctx)
-        except NoCredentials:
-            return tool_error(
-                E.NOT_AUTHORIZED, "No credentials for this operation are available in this session.", retryable=False
-            )
+        except NoCredentials as exc:  # nothing was sent
+            return tool_error(exc.code, exc.public_message, retryable=exc.retryable)
         request = self._with_auth(built, auth, request_id)
-        redactor = Redactor(auth.secrets)
+        redactor = Redactor(auth.secrets).plus(self.sensitive.values(args))
         allowed = self.policy.retry and may_retry(
             self.operation.method, has_idempotency_key=self.builder.idempotency_header is not None
         )
@@ -314,6 +373,7 @@ class OperationTool:
                 max_bytes=settings.max_response_bytes,
                 timeout=deadline - time.monotonic(),
                 redirects=settings.redirects,
+                redactor=redactor,
             )
 
         done = await with_retries(attempt, self._judge, policy=settings.retry, allowed=allowed, deadline=deadline)
@@ -321,7 +381,7 @@ class OperationTool:
         info.attempts += done.attempts
         info.http_status = outcome.status
         info.upstream_request_id = outcome.headers.get("x-request-id") or outcome.headers.get("request-id")
-        return self._interpret(outcome, redactor)
+        return await self._interpret(outcome, redactor)
 
     def _with_auth(self, built: BuiltRequest, auth: AuthParts, request_id: str) -> BuiltRequest:
         request = built.with_parts(headers=auth.headers, query=auth.query, cookies=auth.cookies, secret=True)
@@ -337,7 +397,7 @@ class OperationTool:
             return Verdict(True, E.parse_retry_after(outcome.headers.get("retry-after")))
         return Verdict(False)
 
-    def _interpret(self, outcome: HttpOutcome, redactor: Redactor) -> _Fetched | dict[str, Any]:
+    async def _interpret(self, outcome: HttpOutcome, redactor: Redactor) -> _Fetched | dict[str, Any]:
         settings = self.runtime.settings
         if outcome.failure == "timeout":
             return E.timeout_error()
@@ -345,6 +405,10 @@ class OperationTool:
             return E.unavailable_error()
         if outcome.failure == "redirect":
             return E.redirect_blocked_error()
+        if outcome.failure == "encoding":
+            return E.unreadable_error("a content encoding (or a stack of them) that is not read")
+        if outcome.failure == "decode":
+            return E.unreadable_error("its compressed data is broken")
         if outcome.failure is not None or outcome.status is None:
             return E.internal_error()
         content_type = outcome.headers.get("content-type", "")
@@ -361,8 +425,17 @@ class OperationTool:
             return result
         if outcome.too_large:
             return E.too_large_error(settings.max_response_bytes)
-        kind, data = parse_body(redactor.bytes(outcome.body), content_type)
-        return _Fetched(status, kind, redactor.value(data))
+        max_values = max(MIN_JSON_VALUES, settings.max_response_bytes // BYTES_PER_JSON_VALUE)
+        if "json" in content_type.lower() and json_value_estimate(outcome.body) > max_values:
+            return E.too_large_error(settings.max_response_bytes, values=max_values)
+        if len(outcome.body) > INLINE_BODY_BYTES:
+            parsed = await asyncio.to_thread(_parse_redacted, outcome.body, content_type, redactor)
+        else:
+            parsed = _parse_redacted(outcome.body, content_type, redactor)
+        if parsed is None:
+            return E.unreadable_error("its JSON is nested too deeply")
+        kind, data = parsed
+        return _Fetched(status, kind, data, len(outcome.body))
 
     def _result(self, fetched: _Fetched) -> dict[str, Any]:
         op = self.operation
@@ -379,3 +452,12 @@ class OperationTool:
             if shaped.strings_capped:
                 result["strings_capped"] = shaped.strings_capped
         return result
+
+
+def _parse_redacted(body: bytes, content_type: str, redactor: Redactor) -> tuple[str, Any] | None:
+    """Parse and redact a body; ``None`` when its nesting is too deep for the parser or the redactor."""
+    try:
+        kind, data = parse_body(redactor.bytes(body), content_type)
+        return kind, redactor.value(data)
+    except RecursionError:
+        return None

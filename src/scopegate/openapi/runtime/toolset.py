@@ -6,9 +6,12 @@ The toolset owns its HTTP client unless one is passed in; ``aclose()`` releases 
 
 from __future__ import annotations
 
+import logging
+from dataclasses import replace
+
 import httpx
 
-from scopegate.errors import ConfigError
+from scopegate.errors import ConfigError, UnknownNameError
 from scopegate.openapi.loader import load_document
 from scopegate.openapi.model import Operation
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
@@ -17,7 +20,9 @@ from scopegate.openapi.runtime.ownership import LookupOwner
 from scopegate.openapi.runtime.request import pin_base_url
 from scopegate.openapi.runtime.tool import OperationTool, ToolRuntime
 from scopegate.openapi.select import Selection, select_operations
-from scopegate.openapi.translate import translate
+from scopegate.openapi.translate import TranslateOptions, translate
+
+logger = logging.getLogger("scopegate.openapi")
 
 
 def _base_url(settings: ToolsetSettings, op: Operation) -> str:
@@ -34,10 +39,10 @@ class OperationToolset:
     """The tools for ``settings.allow``, sharing one client, credentials and limits."""
 
     def __init__(self, settings: ToolsetSettings, *, client: httpx.AsyncClient | None = None) -> None:
-        if not settings.allow:
-            raise ConfigError("an OpenAPI toolset needs an allowlist of operations")
+        if not settings.allow and not settings.include:
+            raise ConfigError("an OpenAPI toolset needs an allowlist of operations (or include rules)")
         self.settings = settings
-        doc = load_document(settings.spec)
+        doc = load_document(settings.spec, allow_external_refs=settings.allow_external_refs)
         unknown_schemes = sorted(set(settings.credentials) - set(doc.security_schemes))
         if unknown_schemes:
             # A typo here would otherwise send every request without credentials.
@@ -45,8 +50,25 @@ class OperationToolset:
                 f"credentials for security schemes the spec does not define: {unknown_schemes}; "
                 f"the spec defines {sorted(doc.security_schemes)}"
             )
-        infos = select_operations(doc.infos(), Selection.build(allow=settings.allow))
-        translation = translate(doc, infos, settings.translate_options)
+        selection = Selection.build(
+            allow=settings.allow,
+            include=settings.include,
+            exclude=settings.exclude,
+            include_deprecated=settings.include_deprecated,
+        )
+        infos = select_operations(doc.infos(), selection)
+        options = settings.translate_options or TranslateOptions()
+        if settings.strict:
+            options = replace(options, strict=True)
+        translation = translate(doc, infos, options)
+        for decl in translation.tools:
+            lost = [o for o in decl.binding.omitted if o.lost]
+            if lost:
+                logger.warning(
+                    "openapi tool %s does not carry: %s",
+                    decl.name,
+                    "; ".join(f"{o.location} {o.name!r} ({o.reason})" for o in lost),
+                )
         self._own_client = client is None
         self.client = client or make_client(settings.timeouts, max_connections=settings.max_connections)
         registry: dict[str, OperationTool] = {}
@@ -80,7 +102,7 @@ class OperationToolset:
         for tool in self.tools:
             if name in (tool.name, tool.operation.operation_id):
                 return tool
-        raise KeyError(name)
+        raise UnknownNameError("tool", name, [t.name for t in self.tools])
 
     async def aclose(self) -> None:
         if self._own_client:

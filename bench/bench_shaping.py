@@ -1,0 +1,369 @@
+"""Does the tool's cost grow with the body? The same tickets with 300-character and 30 KB bodies.
+
+Run (about 6 min embedded; add --opensearch for the OpenSearch node too, about 12 min more):
+
+    .venv/bin/python bench/bench_shaping.py                   # embedded, 20,000 tickets per variant
+    .venv/bin/python bench/bench_shaping.py --opensearch      # also starts a node (heap 1g) and measures there
+    .venv/bin/python bench/bench_shaping.py --quick           # 5,000 tickets, 400 queries
+
+Two indexes hold the same generated tickets (``scopegate.testing.workload``:
+same ids, tenants, subjects and filters); only the body differs: cut to 300
+characters, or extended to 30,000 with more messages of the same product. The
+workload's held-out queries run against both, as raw/tool pairs in alternating
+order (see bench/_workload_runs.py), and the two indexes alternate too: run 1
+short first, run 2 long first, run 3 short first. The target (issue 13): tool
+overhead p95 <= 1 ms at 30 KB, and at most 1.5x the overhead at 300 characters
+in the same run. Also: the shaper alone on the same hits (CPU time).
+
+With --opensearch, the same is measured against a node, plus the raw cost of
+three ways to get snippet text from the engine at 30 KB: the whole body in
+``_source`` (what the backend does), a highlight fragment, and a bounded
+``script_fields`` substring.
+
+Writes bench/results/shaping.json and .md. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import machine, write_results
+from _measure import fmt, load_average, now, percentiles, spread
+from _workload_runs import Timed, pairs, prepared
+
+from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.search.analysis import unique_terms
+from scopegate.search.shaper import shape_hits
+from scopegate.search.tools import SearchTool
+from scopegate.testing.workload import SourceProfile, TicketFactory, make_queries, workload_spec
+
+REPO = Path(__file__).resolve().parents[1]
+WORK = REPO / ".cache" / "bench-shaping"
+SHORT, LONG = 300, 30_000
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return cut[:space] if space > limit // 2 else cut
+
+
+def variants(profile: SourceProfile, count: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(short, long) versions of the first ``count`` workload tickets."""
+    factory = TicketFactory(profile)
+    tickets = list(factory.tickets(0, count))
+    extra = factory.tickets(10_000_000, 20_000_000)  # tickets no index holds: more text of each product
+    pools: dict[str, list[str]] = {}
+    short, long_ = [], []
+    for t in tickets:
+        short.append({**t, "body": _cut(t["body"], SHORT)})
+        body = t["body"]
+        while len(body) < LONG:
+            pool = pools.setdefault(t["product"], [])
+            while not pool:
+                more = next(extra)
+                pools.setdefault(more["product"], []).append(more["body"])
+            body += "\n\n" + pool.pop()
+        long_.append({**t, "body": _cut(body, LONG)})
+    return short, long_
+
+
+def build(path: Path, docs: list[dict[str, Any]]) -> EmbeddedBackend:
+    shutil.rmtree(path, ignore_errors=True)
+    backend = EmbeddedBackend(workload_spec(), path)
+    backend.ingest_sync(docs, batch_size=10_000)
+    return backend
+
+
+async def measure_embedded(short: EmbeddedBackend, long_: EmbeddedBackend, plan: list[Any], runs: int) -> dict:
+    sides: dict[str, Any] = {}
+    for name, backend in (("short", short), ("long", long_)):
+        tool = SearchTool(backend.spec, backend)
+        timed = Timed()
+        engine = EmbeddedBackend.search_sync.__get__(backend)
+        backend.search_sync = timed.wrap_sync(engine)  # type: ignore[method-assign]
+
+        async def raw(query: Any, engine: Any = engine) -> Any:
+            return engine(query)
+
+        prepared_plan = prepared(tool, plan)
+        for args, ctx, _ in prepared_plan:  # warm-up
+            await tool.run(args, ctx)
+        sides[name] = (tool, raw, timed, prepared_plan)
+    out = []
+    for run in range(runs):
+        order = ("short", "long") if run % 2 == 0 else ("long", "short")
+        result: dict[str, Any] = {"order": order}
+        for name in order:
+            tool, raw, timed, prepared_plan = sides[name]
+            result[name] = await pairs(tool, raw, timed, prepared_plan)
+        result["ratio_p95_in_call"] = round(
+            result["long"]["overhead_in_call_ms"]["p95"] / result["short"]["overhead_in_call_ms"]["p95"], 3
+        )
+        result["ratio_p50_in_call"] = round(
+            result["long"]["overhead_in_call_ms"]["p50"] / result["short"]["overhead_in_call_ms"]["p50"], 3
+        )
+        out.append(result)
+        print(
+            f"  run {run + 1}: overhead p95 short {result['short']['overhead_in_call_ms']['p95']} ms, "
+            f"long {result['long']['overhead_in_call_ms']['p95']} ms, ratio {result['ratio_p95_in_call']}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return {"runs": out}
+
+
+def shaper_only(backend: EmbeddedBackend, plan: list[Any], repeats: int = 3) -> dict[str, float]:
+    """CPU time of shape_hits on each query's page of hits (the engine is not timed)."""
+    spec = backend.spec
+    samples = []
+    tool = SearchTool(spec, backend)
+    for q in plan:
+        request = prepared(tool, [q])[0][2]
+        raw = backend.search_sync(request)
+        terms = raw.terms or unique_terms(q.query)
+        t0 = time.process_time()
+        for _ in range(repeats):
+            shape_hits(spec, raw.hits, terms, backend.analyze)
+        samples.append((time.process_time() - t0) / repeats * 1000)
+    return percentiles(samples)
+
+
+def summary(runs: list[dict[str, Any]], side: str, metric: str, q: str) -> dict[str, float]:
+    return spread([r[side][metric][q] for r in runs])
+
+
+# -- OpenSearch --------------------------------------------------------------------------------------
+async def measure_opensearch(
+    url: str, short: list[dict[str, Any]], long_: list[dict[str, Any]], plan: list[Any], runs: int
+) -> dict:
+    from scopegate.backends.opensearch import OpenSearchBackend
+
+    backends = {}
+    for name, docs in (("short", short), ("long", long_)):
+        spec = dataclasses.replace(workload_spec(), index=f"bench-shaping-{name}")
+        backend = OpenSearchBackend(spec, url, refresh_after_write=False)
+        await backend.drop()
+        await backend.ingest(docs, batch_size=2_000)
+        await backend.refresh()
+        backends[name] = backend
+    sides: dict[str, Any] = {}
+    for name, backend in backends.items():
+        tool = SearchTool(backend.spec, backend)
+        timed = Timed()
+        client_search = backend.client.search
+        backend.client.search = timed.wrap_async(client_search)  # type: ignore[method-assign]
+        alias = backend.names.read_alias
+        from scopegate.backends import dsl
+
+        async def raw(
+            query: Any, backend: Any = backend, client_search: Any = client_search, alias: str = alias
+        ) -> Any:
+            body = dsl.search_body(backend.spec, query)
+            return await client_search(
+                index=alias, body=body, params={"request_timeout": backend.spec.client_timeout_s}
+            )
+
+        prepared_plan = prepared(tool, plan)
+        for args, ctx, _ in prepared_plan[:300]:  # warm-up: JIT, caches, connections
+            await tool.run(args, ctx)
+        sides[name] = (tool, raw, timed, prepared_plan)
+    out = []
+    for run in range(runs):
+        order = ("short", "long") if run % 2 == 0 else ("long", "short")
+        result: dict[str, Any] = {"order": order}
+        for name in order:
+            tool, raw, timed, prepared_plan = sides[name]
+            result[name] = await pairs(tool, raw, timed, prepared_plan)
+        result["ratio_p95_in_call"] = round(
+            result["long"]["overhead_in_call_ms"]["p95"] / result["short"]["overhead_in_call_ms"]["p95"], 3
+        )
+        out.append(result)
+        print(f"  opensearch run {run + 1}: ratio {result['ratio_p95_in_call']}", file=sys.stderr, flush=True)
+    fragments = await fragment_costs(backends["long"], [p[2] for p in sides["long"][3]], runs)
+    for backend in backends.values():
+        await backend.drop()
+        await backend.close()
+    return {"runs": out, "fragments": fragments}
+
+
+async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[str, Any]:
+    """Raw client latency and response size at 30 KB: whole body vs highlight fragment vs script substring."""
+    from scopegate.backends import dsl
+
+    spec = backend.spec
+    alias = backend.names.read_alias
+    client = backend.client
+
+    def whole(query: Any) -> dict[str, Any]:
+        return dsl.search_body(spec, query)
+
+    def highlight(query: Any) -> dict[str, Any]:
+        body = dsl.search_body(spec, query)
+        body["_source"] = [f for f in body["_source"] if f != spec.snippet_field]
+        body["highlight"] = {
+            "fields": {spec.snippet_field: {"fragment_size": spec.snippet_chars, "number_of_fragments": 1,
+                                            "no_match_size": spec.snippet_chars}},
+        }  # fmt: skip
+        return body
+
+    def script(query: Any) -> dict[str, Any]:
+        body = dsl.search_body(spec, query)
+        body["_source"] = [f for f in body["_source"] if f != spec.snippet_field]
+        source = (
+            f"def b = params._source['{spec.snippet_field}']; "
+            f"return b == null ? null : b.substring(0, (int) Math.min(b.length(), {spec.fetch_body_chars}L));"
+        )
+        body["script_fields"] = {"head": {"script": {"source": source}}}
+        return body
+
+    out: dict[str, Any] = {}
+    for name, make in (("whole_source", whole), ("highlight_fragment", highlight), ("script_substring", script)):
+        p95s, p50s, sizes = [], [], []
+        try:
+            await client.search(index=alias, body=make(queries[0]), params={"request_timeout": 10})
+        except Exception as exc:  # e.g. a node built without the painless module: recorded, not fatal
+            out[name] = {"unsupported": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        for _ in range(runs):
+            samples = []
+            for query in queries:
+                body = make(query)
+                t0 = time.perf_counter()
+                response = await client.search(index=alias, body=body, params={"request_timeout": 10})
+                samples.append((time.perf_counter() - t0) * 1000)
+                sizes.append(len(json.dumps(response)))
+            p = percentiles(samples)
+            p50s.append(p["p50"])
+            p95s.append(p["p95"])
+        out[name] = {
+            "p50_ms": spread(p50s),
+            "p95_ms": spread(p95s),
+            "response_chars_mean": round(statistics.fmean(sizes)),
+        }
+    return out
+
+
+def _pair(runs: list[dict[str, Any]], side: str, metric: str, digits: int = 2) -> str:
+    return f"{fmt(summary(runs, side, metric, 'p50'), digits)} / {fmt(summary(runs, side, metric, 'p95'), digits)}"
+
+
+def markdown(data: dict[str, Any]) -> str:
+    busy = max(data["load_average_start"]) > 1.5
+    lines = [
+        "# Shaping cost against body size (issue 13)",
+        "",
+        f"{data['when']}; {data['machine']['cpus']} cores; load average {data['load_average_start']} at start, "
+        f"{data['load_average_end']} at end" + (" (shared machine: provisional)." if busy else "."),
+        f"{data['tickets']:,} workload tickets per index, bodies cut to {SHORT} or extended to {LONG:,} characters; "
+        f"{data['queries']} held-out queries, tenant filter always; {data['runs']} runs, alternating which index "
+        "goes first. Overhead in call = tool time minus the engine call inside it; paired = minus a separate raw "
+        "call. Median over runs (lowest–highest run), ms.",
+        "",
+        "| engine | body chars | raw p50 / p95 | tool p50 / p95 | overhead in call p50 / p95 | "
+        "overhead paired p50 / p95 | shaper alone p50 / p95 (CPU) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for engine, result in data["engines"].items():
+        runs = result["runs"]
+        for side, chars in (("short", SHORT), ("long", LONG)):
+            shaper = data.get("shaper_only", {}).get(side, {}) if engine == "embedded" else {}
+            alone = f"{shaper['p50']:.3f} / {shaper['p95']:.3f}" if shaper else "–"
+            lines.append(
+                f"| {engine} | {chars:,} | {_pair(runs, side, 'raw_ms')} | {_pair(runs, side, 'tool_ms')} | "
+                f"{_pair(runs, side, 'overhead_in_call_ms', 3)} | {_pair(runs, side, 'overhead_paired_ms', 3)} | "
+                f"{alone} |"
+            )
+        ratio = spread([r["ratio_p95_in_call"] for r in runs])
+        lines.append(f"| {engine} | overhead p95 ratio 30 KB / 300 (same run) | {fmt(ratio, 2)} | | | | |")
+    if "fragments" in data["engines"].get("opensearch", {}):
+        lines += [
+            "",
+            "OpenSearch, 30 KB bodies, raw client call for the same queries (ms, median of runs):",
+            "",
+            "| engine returns | p50 | p95 | response characters (mean) |",
+            "|---|---|---|---|",
+        ]
+        for name, f in data["engines"]["opensearch"]["fragments"].items():
+            if "unsupported" in f:
+                lines.append(f"| {name} | not supported by this node: {f['unsupported'][:120]} | | |")
+                continue
+            lines.append(f"| {name} | {fmt(f['p50_ms'])} | {fmt(f['p95_ms'])} | {f['response_chars_mean']:,} |")
+    return "\n".join(lines)
+
+
+async def main_async(args: argparse.Namespace) -> dict[str, Any]:
+    profile = SourceProfile.load()
+    short_docs, long_docs = variants(profile, args.tickets)
+    plan = make_queries(profile, args.queries)
+    data: dict[str, Any] = {
+        "when": now(),
+        "machine": machine(),
+        "load_average_start": load_average(),
+        "tickets": args.tickets,
+        "queries": len(plan),
+        "runs": args.runs,
+        "engines": {},
+    }
+    WORK.mkdir(parents=True, exist_ok=True)
+    short = build(WORK / "short", short_docs)
+    long_ = build(WORK / "long", long_docs)
+    print("embedded indexes built", file=sys.stderr, flush=True)
+    data["engines"]["embedded"] = await measure_embedded(short, long_, plan, args.runs)
+    data["shaper_only"] = {"short": shaper_only(short, plan[:300]), "long": shaper_only(long_, plan[:300])}
+    await short.close()
+    await long_.close()
+    shutil.rmtree(WORK, ignore_errors=True)
+    data["load_average_end"] = load_average()
+    write_results("shaping", data, markdown(data))  # kept if the OpenSearch part fails
+    if args.opensearch:
+        from scopegate.engines.opensearch_node import NodeConfig, OpenSearchNode
+
+        node = None
+        url = args.url
+        if not url:
+            node = OpenSearchNode(NodeConfig(state_dir=REPO / ".cache" / "opensearch-node-shaping", heap=args.heap))
+            url = node.start(clean=True)
+        try:
+            data["engines"]["opensearch"] = await measure_opensearch(url, short_docs, long_docs, plan, args.runs)
+        finally:
+            if node is not None:
+                node.stop()
+        data["opensearch_heap"] = args.heap if node is not None else "as started"
+    data["load_average_end"] = load_average()
+    return data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tickets", type=int, default=20_000)
+    parser.add_argument("--queries", type=int, default=1_200)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--opensearch", action="store_true", help="also measure on an OpenSearch node")
+    parser.add_argument("--url", help="an existing OpenSearch node (default: start one)")
+    parser.add_argument("--heap", default="1g")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    if args.quick:
+        args.tickets, args.queries = 5_000, 400
+    data = asyncio.run(main_async(args))
+    write_results("shaping", data, markdown(data))
+    print(markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

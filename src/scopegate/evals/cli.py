@@ -1,0 +1,138 @@
+"""``scopegate eval``: run eval sets against a model through the real tools; exit 1 below thresholds."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from scopegate.cli.core import Command
+from scopegate.errors import ConfigError
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+MODEL_HELP = (
+    "offline:0.5b | offline:1.5b[:needs_tool_first|:direct] | a Gemini model id (needs GOOGLE_API_KEY) | "
+    "litellm:PROVIDER/MODEL (default offline:0.5b)."
+)
+VARIANT_HELP = (
+    "Declaration variant: support: baseline, fetch-by-id, filters-when-asked; "
+    "orders: baseline, no-example-ids, confirm-wording (default baseline)."
+)
+
+
+@click.command(
+    "eval",
+    cls=Command,
+    short_help="Run agent eval sets against a model (offline GGUF, Gemini, LiteLLM).",
+)
+@click.argument("sets", nargs=-1)
+@click.option("--model", default="offline:0.5b", show_default=False, help=MODEL_HELP)
+@click.option("--transport", type=click.Choice(["adk", "mcp"]), default="adk", help="ADK Runner (default) or MCP.")
+@click.option("-k", "--repeat", type=click.IntRange(min=1), default=1, help="Runs per case, for pass^k (default 1).")
+@click.option("--temperature", type=float, help="Sampling temperature of the offline model (default 0: greedy).")
+@click.option("--ci", is_flag=True, help="Only the cases marked for CI.")
+@click.option("--variant", default="baseline", help=VARIANT_HELP)
+@click.option("--kind", multiple=True, help="Only cases of this kind (repeatable).")
+@click.option("--case", "case_ids", multiple=True, help="Only this eval_id (repeatable).")
+@click.option("--json", "json_out", help="Write the full report (every case, transcripts) as JSON to this file.")
+@click.option("--markdown", help="Write the Markdown table to this file.")
+@click.option("--quiet", is_flag=True, help="No per-case progress lines.")
+@click.option("--min-right-tool", type=float, help="Minimum right-tool rate.")
+@click.option("--min-exact-args", type=float, help="Minimum exact-argument rate.")
+@click.option("--min-correct-decline", type=float, help="Minimum correct-decline rate.")
+@click.option("--min-pass-k", type=float, help="Minimum pass^k.")
+@click.option("--max-scope-violations", type=int, help="Maximum scope violations (default 0).")
+@click.option("--max-unconfirmed-writes", type=int, help="Maximum unconfirmed writes (default 0).")
+def eval_command(sets: tuple[str, ...], **options: Any) -> int:
+    """Run eval sets through the real ADK Runner and tools (or over MCP with a real client).
+
+    SETS are shipped set names (support, orders) or eval-set files (ADK eval-set JSON with scopegate
+    expectations); default: every shipped set. Scores BFCL-style: right tool, exact arguments, correct
+    decline, trajectory, pass^k, injection attempts, scope violations and unconfirmed writes. Exits 1
+    when a threshold is not met (see docs/evals.md).
+    """
+    return asyncio.run(_run(argparse.Namespace(sets=list(sets), **options)))
+
+
+COMMANDS = [eval_command]
+
+
+def _sets(names: list[str]) -> list[Any]:
+    from scopegate.evals.evalset import load_eval_set, shipped_sets
+
+    shipped = shipped_sets()
+    chosen = names or list(shipped)
+    out = []
+    for name in chosen:
+        path = shipped.get(name) or Path(name)
+        if not path.is_file():
+            raise ConfigError(f"no eval set {name!r} (shipped: {', '.join(shipped)}; or give a file)")
+        out.append(load_eval_set(path))
+    return out
+
+
+def _thresholds(args: argparse.Namespace) -> Any:
+    from scopegate.evals.report import Thresholds
+
+    values = {
+        key: getattr(args, key)
+        for key in ("min_right_tool", "min_exact_args", "min_correct_decline", "min_pass_k",
+                    "max_scope_violations", "max_unconfirmed_writes")
+        if getattr(args, key) is not None
+    }  # fmt: skip
+    return Thresholds(**values)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    from scopegate.evals.model_choice import build_model, parse_model
+    from scopegate.evals.report import as_json, markdown
+    from scopegate.evals.run import EvalRun, run_eval
+
+    choice = parse_model(args.model)
+    sets = [s.select(ci_only=args.ci, kinds=args.kind, ids=args.case_ids) for s in _sets(args.sets)]
+    sets = [s for s in sets if s.cases]
+    if not sets:
+        raise ConfigError("no case selected")
+    say = None if args.quiet else _err
+    model = build_model(choice, say=_err, temperature=args.temperature)
+
+    def model_for_run(r: int) -> Any:
+        if hasattr(model, "seed") and args.temperature:
+            model.seed = 1234 + r  # other seeds for other runs when sampling
+        return model
+
+    def progress(r: int, score: Any) -> None:
+        if say is not None:
+            mark = "ok  " if score.passed else "FAIL"
+            problems = "; ".join(p for t in score.turns for p in t.problems)[:200] or (score.error or "")
+            say(f"[{r + 1}] {mark} {score.eval_id:<40} {score.seconds:5.1f}s {problems}")
+
+    runs: list[EvalRun] = []
+    for eval_set in sets:
+        runs.append(
+            await run_eval(
+                eval_set, model_for_run, label=choice.label, k=args.repeat, transport=args.transport,
+                progress=progress, variant=args.variant,
+                settings={"model": args.model, "temperature": args.temperature or 0.0, "ci": args.ci},
+            )
+        )  # fmt: skip
+    text = markdown(runs)
+    print(text)
+    if args.markdown:
+        Path(args.markdown).write_text(text, "utf-8")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(as_json(runs), indent=1, default=str) + "\n", "utf-8")
+    thresholds = _thresholds(args)
+    problems = [p for run in runs for p in thresholds.check(run.summary, f"{run.eval_set}/{run.model}")]
+    for problem in problems:
+        _err(f"threshold: {problem}")
+    return 1 if problems else 0

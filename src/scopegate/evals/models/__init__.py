@@ -1,0 +1,1 @@
+"""Pinned local models: the requirements files with wheel hashes, and their assembly."""

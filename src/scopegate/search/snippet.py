@@ -1,0 +1,296 @@
+"""Snippets with bounded work: the window around the first matching word, whatever the body's size.
+
+The rule (unchanged since the first shaper): clean the body (whitespace
+collapsed, control characters dropped); a body within the limit is returned
+whole; otherwise the window starts a fifth of the limit before the first word
+whose analysed form is a query term (moved forward to a word start, with a
+leading ellipsis), or at the start of the body when no word matches, and is
+cut on a word boundary with a trailing ellipsis.
+
+The work does not grow with the body beyond that window:
+
+- :class:`TermFinder` finds the first matching word in the *raw* body. Every
+  word that analyses to a term ``t`` contains ``needle(t)`` (``t`` minus its
+  last character, two for ``-ie``) case-insensitively, because the English
+  stemmer keeps the lowercased word but for the stem's last character (checked
+  over a million real and derived words: tests/unit/test_shaper_bounded.py).
+  So the body is lowercased and searched for needles with ``find`` (C speed,
+  chunk by chunk) and only the words around a needle are analysed, once each
+  (memo). Chunks with characters whose lowercase changes length are scanned
+  word by word instead, with the same result.
+- Words are runs of word characters (``\\w``) in the raw body, as the engine's tokenizer sees
+  them: a control character inside a word splits it. (The first shaper looked
+  for words after cleaning, where a dropped control character joined the two
+  halves into a word the engine never indexed; that is the one case where
+  snippets differ from it.)
+- :func:`prepare` cleans only the characters around the match
+  (:func:`scopegate.text.clean_head`/``clean_tail``) once per hit;
+  :func:`snippet` then cuts the window for any smaller limit from those few
+  hundred characters, so the shaper's shrink rounds never touch the body again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import AnyStr
+
+from scopegate.search.analysis import WORD_RE
+from scopegate.text import clean_head, clean_tail
+
+Analyzer = Callable[[str], list[str]]
+ELLIPSIS = "…"
+# Chunks grow from 1 KB to 32 KB: an early match costs little, a long scan few chunk round trips.
+FIRST_CHUNK_CHARS = 1024
+MAX_CHUNK_CHARS = 32768
+_WORD_CHAR = re.compile(r"\w")
+_WORD_RUN = re.compile(r"\w*")
+_BACK_STEP = 64
+# The only characters outside ASCII whose lowercase is (or holds) an ASCII letter.
+_LOWERS_TO_ASCII = ("\u0130", "\u212a")
+
+
+def needle(term: str) -> str:
+    """What every word that analyses to ``term`` contains, lowercased (see module docstring).
+
+    The English stemmer keeps every character of the lowercased word but the
+    last one of the stem (``happy`` -> ``happi``, ``hoping`` -> ``hope``), except
+    ``-ying`` -> ``-ie`` (``dying`` -> ``die``), and never changes terms of one or
+    two characters.
+    """
+    if len(term) <= 2:
+        return term
+    return term[: max(1, len(term) - (2 if term.endswith("ie") else 1))]
+
+
+def cap_text(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``limit`` characters on a word boundary, ending with an ellipsis.
+
+    Looks at ``text[:limit]`` only (and at the length).
+    """
+    if len(text) <= limit:
+        return text, False
+    if limit <= 1:
+        return ELLIPSIS[:limit], True
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    if space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip() + ELLIPSIS, True
+
+
+class TermFinder:
+    """Finds the first word of a raw text whose analysed form is one of ``terms``.
+
+    One finder serves every hit of a result: the memo of analysed words is shared.
+    """
+
+    def __init__(self, terms: Iterable[str], analyze: Analyzer) -> None:
+        self.wanted = frozenset(t for t in terms if t)
+        self.analyze = analyze
+        self._memo: dict[str, bool] = {}
+        needles = {needle(t) for t in self.wanted}
+        # A needle that starts with another needle finds no token start the shorter one misses.
+        self.needles = tuple(sorted(n for n in needles if not any(o != n and n.startswith(o) for o in needles)))
+        self._overlap = max((len(n) for n in self.needles), default=1) - 1
+
+    # One regex finds every needle that no ASCII word character precedes, in C: the Python loop only
+    # sees token starts (a needle of one or two letters occurs thousands of times in 30 KB). Compiled
+    # on the first body that needs a scan: short bodies (returned whole) never pay for it.
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile(_needle_pattern(self.needles), re.DOTALL)
+
+    @cached_property
+    def _byte_pattern(self) -> re.Pattern[bytes] | None:
+        source = _needle_pattern(self.needles)
+        return re.compile(source.encode("ascii"), re.DOTALL) if source.isascii() else None
+
+    def _hit(self, word: str) -> bool:
+        hit = self._memo.get(word)
+        if hit is None:
+            hit = any(t in self.wanted for t in self.analyze(word))
+            self._memo[word] = hit
+        return hit
+
+    def first_match(self, text: str) -> int | None:
+        """Offset in ``text`` of the first character of the first matching word, or None."""
+        if not self.needles:
+            return None
+        pos = 0
+        size = FIRST_CHUNK_CHARS
+        while pos < len(text):
+            end = min(len(text), pos + size)
+            found, resume = self._scan_chunk(text, pos, end)
+            if found is not None:
+                return found
+            pos = max(end, resume)
+            size = min(MAX_CHUNK_CHARS, size * 2)
+        return None
+
+    # -- one chunk: the words that start in text[pos:end] -------------------------------
+    def _scan_chunk(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
+        segment = text[pos : end + self._overlap]
+        if segment.isascii():  # a flag of the string: lowercasing is a byte loop
+            return self._scan_lowered(text, pos, end, segment.lower(), self._pattern)
+        if self._byte_pattern is not None and not any(c in segment for c in _LOWERS_TO_ASCII):
+            # ASCII needles only meet ASCII letters: Latin-1 bytes (anything else becomes "?") keep
+            # one byte per character, and lowercasing bytes is 3x faster than str.lower on such text.
+            lowered_bytes = segment.encode("latin-1", "replace").lower()
+            return self._scan_lowered(text, pos, end, lowered_bytes, self._byte_pattern)
+        lowered = segment.lower()
+        if len(lowered) != len(segment):  # offsets in the lowered text would not be offsets in the text
+            return self._scan_words(text, pos, end)
+        return self._scan_lowered(text, pos, end, lowered, self._pattern)
+
+    def _check(self, text: str, at: int) -> tuple[int | None, int]:
+        """(start of the word at ``at`` if it matches, where to look next)."""
+        span = _word_at(text, at)
+        if span is None:
+            return None, at + 1
+        start, stop = span
+        return (start if self._hit(text[start:stop]) else None), stop
+
+    def _check_start(self, text: str, at: int) -> tuple[int | None, int]:
+        """:meth:`_check` where no ASCII word character precedes ``at`` (the common case, made cheap)."""
+        if at and not text[at - 1].isascii():  # a non-ASCII letter may open the word earlier
+            return self._check(text, at)
+        stop = _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]  # \w* always matches
+        if stop == at:
+            return None, at + 1
+        return (at if self._hit(text[at:stop]) else None), stop
+
+    def _scan_lowered(
+        self, text: str, pos: int, end: int, lowered: AnyStr, pattern: re.Pattern[AnyStr]
+    ) -> tuple[int | None, int]:
+        """Needle places in order, words checked at token starts (``lowered`` is ``text[pos:]`` lowered)."""
+        bound = end - pos  # a needle must start before the chunk's end
+        resume = pos
+        for match in pattern.finditer(lowered):
+            i = match.start()
+            if i >= bound:
+                break
+            if pos + i < resume:  # inside the word just checked
+                continue
+            if not i:
+                # The pattern cannot see the character before the segment.
+                before = text[pos - 1 : pos]
+                if before.isascii() and (before.isalnum() or before == "_"):
+                    continue
+            found, resume = self._check_start(text, pos + i)
+            if found is not None:
+                return found, resume
+        return None, resume
+
+    def _scan_words(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
+        """Every word starting in ``text[pos:end]``, in order (the plain algorithm, for odd chunks)."""
+        resume = pos
+        for match in WORD_RE.finditer(text, _word_start(text, pos) if _WORD_CHAR.match(text, pos) else pos):
+            if match.start() >= end:
+                break
+            resume = match.end()
+            if self._hit(match.group(0)):
+                return match.start(), resume
+        return None, resume
+
+
+def _needle_pattern(needles: tuple[str, ...]) -> str:
+    """A regex for any of ``needles`` where no ASCII word character precedes it (a lookbehind after each).
+
+    The lookbehind comes after the needle so each alternative starts with a literal: the regex
+    engine then skips to the needles' first characters in C.
+    """
+    alternatives = [f"{re.escape(n)}(?<![0-9a-z_]{'.' * len(n)})" for n in needles]
+    return "|".join(alternatives) or "(?!)"  # no needles: never matches
+
+
+def _word_start(text: str, at: int) -> int:
+    """Start of the run of word characters that ends at (or holds) ``text[at]``."""
+    low = at
+    step = _BACK_STEP
+    while low > 0:
+        begin = max(0, low - step)
+        run = _WORD_RUN.match(text[begin:low][::-1])
+        length = run.end() if run else 0
+        if length < low - begin:
+            return low - length
+        low = begin
+        step *= 4
+    return 0
+
+
+def _word_at(text: str, at: int) -> tuple[int, int] | None:
+    """The word (run of word characters) around ``text[at]``, if that is a word character."""
+    run = _WORD_RUN.match(text, at)
+    if run is None or run.end() == at:
+        return None
+    return _word_start(text, at), run.end()
+
+
+@dataclass(frozen=True, slots=True)
+class SnippetSource:
+    """The cleaned characters a snippet of at most ``limit`` characters can need, cut once per body."""
+
+    limit: int
+    head: str  # cleaned body from its start: limit + 1 characters, or all of it
+    head_whole: bool
+    before: str | None = None  # cleaned text just before the first match; None: no word matches
+    before_from_start: bool = False  # ``before`` starts at the start of the body
+    after: str = ""  # cleaned text from the first match on: limit + 1 characters, or all of it
+    after_whole: bool = False
+
+
+def prepare(text: str, finder: TermFinder, limit: int, *, shorter: bool = False) -> SnippetSource:
+    """Clean what snippets of up to ``limit`` characters of ``text`` need, and nothing more.
+
+    A body that fits ``limit`` whole is its own snippet and is not searched, unless ``shorter``
+    snippets will be cut from it too (the shrink rounds): they open at its first match."""
+    head, head_whole = clean_head(text, 0, limit + 1)
+    if head_whole and len(head) <= limit and not shorter:
+        return SnippetSource(limit, head, True)
+    at = finder.first_match(text)
+    if at is None:
+        return SnippetSource(limit, head, head_whole)
+    before, from_start = clean_tail(text, at, limit // 5 + 1)
+    after, after_whole = clean_head(text, at, limit + 1)
+    return SnippetSource(limit, head, head_whole, before, from_start, after, after_whole)
+
+
+def snippet(source: SnippetSource, limit: int) -> str:
+    """At most ``limit`` (<= ``source.limit``) characters around the first match, as the rule says."""
+    if limit > source.limit:
+        raise ValueError(f"prepared for snippets of up to {source.limit} characters, not {limit}")
+    if source.head_whole and len(source.head) <= limit:
+        return source.head
+    if source.before is None:
+        return cap_text(source.head, limit)[0]
+    before = source.before
+    at = len(before)  # the match, in ``before + after``
+    context = limit // 5
+    if source.before_from_start:
+        start = max(0, at - context)
+        opened = start > 0
+    else:
+        start = at - context  # >= 1: ``before`` has more than a fifth of any limit
+        opened = True
+    local = before + source.after
+    if opened:
+        # Move forward to a word start so the snippet does not open mid-word.
+        space = local.find(" ", start)
+        start = space + 1 if 0 <= space < at else start
+    lead = ELLIPSIS if opened else ""
+    room = limit - len(lead)
+    window = local[start:]
+    if source.after_whole and len(window) <= room:
+        return lead + window
+    return lead + cap_text(window, room)[0]
+
+
+def make_snippet(text: str, terms: Iterable[str], analyze: Analyzer, limit: int) -> str:
+    """At most ``limit`` characters around the first matching term, cut on word boundaries.
+
+    Falls back to the start of the text when no term occurs in it.
+    """
+    return snippet(prepare(text, TermFinder(terms, analyze), limit), limit)
