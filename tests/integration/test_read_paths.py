@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from scopegate.backends.embedded import EmbeddedBackend
-from scopegate.backends.embedded_storage import SPEC_FILE
+from scopegate.backends.embedded_storage import SPEC_FILE, storage_problem
 from scopegate.context import CallContext
 from scopegate.demo.corpus import ticket_spec
 from scopegate.errors import ConfigError, IngestError
@@ -154,14 +154,41 @@ def test_a_mapping_mismatch_is_named_by_check_serve_and_open(index: Path, tmp_pa
     assert scopegate("check", str(config_for(parent, tmp_path))).returncode == 0  # the same mapping is fine
 
 
-@pytest.mark.skipif(not ROOT, reason="mounting a size-limited tmpfs needs root")
-def test_a_full_disk_during_ingest_is_an_ingest_error_saying_what_was_committed(tmp_path: Path) -> None:
-    disk = tmp_path / "small-disk"
-    disk.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], capture_output=True, text=True)
+@contextlib.contextmanager
+def small_disk(folder: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` mounted at ``folder`` (root only), unmounted afterwards."""
+    folder.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.mark.skipif(not ROOT, reason="mounting a tmpfs needs root")
+def test_the_storage_diagnosis_names_a_full_and_a_read_only_disk_and_nothing_on_a_healthy_one(tmp_path: Path) -> None:
+    """tantivy may only say that "an index writer was killed": the error must still say why."""
+    assert storage_problem(tmp_path) is None
+    assert not list(tmp_path.iterdir())  # the probe file is gone
+    with small_disk(tmp_path / "disk", "1m") as disk:
+        with contextlib.suppress(OSError):
+            (disk / "filler").write_bytes(b"x" * 2_000_000)
+        full = storage_problem(disk)
+        assert full is not None and "No space left on device" in full and str(disk) in full
+        (disk / "filler").unlink()
+        assert storage_problem(disk) is None
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        read_only = storage_problem(disk)
+        assert read_only is not None and "Read-only file system" in read_only
+
+
+@pytest.mark.skipif(not ROOT, reason="mounting a size-limited tmpfs needs root")
+def test_a_full_disk_during_ingest_is_an_ingest_error_saying_what_was_committed(tmp_path: Path) -> None:
+    with small_disk(tmp_path / "small-disk", "3m") as disk:
         body = "refund failed with E4012 " * 80
 
         def documents(start: int) -> Iterator[dict[str, Any]]:
@@ -186,5 +213,3 @@ def test_a_full_disk_during_ingest_is_an_ingest_error_saying_what_was_committed(
         cli = scopegate("ingest", str(disk / "index"), str(source), "--quiet", "--batch-size", "300")
         assert cli.returncode == 1, cli.stderr
         assert "documents were committed" in cli.stderr and "Traceback" not in cli.stderr
-    finally:
-        subprocess.run(["umount", "-l", str(disk)], check=False)

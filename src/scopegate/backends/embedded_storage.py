@@ -115,7 +115,7 @@ def storage_problem(folder: Path) -> str | None:
     finally:
         with contextlib.suppress(OSError):
             probe.unlink()
-    if free < LOW_SPACE_BYTES or (total and free < total // 50):
+    if free < min(LOW_SPACE_BYTES, total // 50):  # nearly full, relative to the disk's size on small ones
         return f"{os.strerror(28)} (nearly): the disk holding {folder} has {free} of {total} bytes free"
     return None
 

@@ -14,9 +14,9 @@ The work does not grow with the body beyond that window:
   last character, two for ``-ie``) case-insensitively, because the English
   stemmer keeps the lowercased word but for the stem's last character (checked
   over a million real and derived words: tests/unit/test_shaper_bounded.py).
-  So the body is lowercased and searched for needles with ``find`` (C speed,
-  chunk by chunk) and only the words around a needle are analysed, once each
-  (memo). Chunks with characters whose lowercase changes length are scanned
+  So the body is lowercased and searched for needles in C (one small regex per
+  needle, compiled once per process; chunk by chunk) and only the words around
+  a needle are analysed, once each (memo). Chunks with characters whose lowercase changes length are scanned
   word by word instead, with the same result.
 - Words are runs of word characters (``\\w``) in the raw body, as the engine's tokenizer sees
   them: a control character inside a word splits it. (The first shaper looked
@@ -31,10 +31,11 @@ The work does not grow with the body beyond that window:
 
 from __future__ import annotations
 
+import heapq
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import AnyStr
 
 from scopegate.search.analysis import WORD_RE
@@ -48,6 +49,8 @@ MAX_CHUNK_CHARS = 32768
 _WORD_CHAR = re.compile(r"\w")
 _WORD_RUN = re.compile(r"\w*")
 _BACK_STEP = 64
+# Compiled needle regexes kept per process (a few KB each): a workload's vocabulary of query terms.
+NEEDLE_REGEX_CACHE = 8192
 # The only characters outside ASCII whose lowercase is (or holds) an ASCII letter.
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
@@ -96,17 +99,20 @@ class TermFinder:
         self.needles = tuple(sorted(n for n in needles if not any(o != n and n.startswith(o) for o in needles)))
         self._overlap = max((len(n) for n in self.needles), default=1) - 1
 
-    # One regex finds every needle that no ASCII word character precedes, in C: the Python loop only
-    # sees token starts (a needle of one or two letters occurs thousands of times in 30 KB). Compiled
-    # on the first body that needs a scan: short bodies (returned whole) never pay for it.
+    # One regex per needle finds its places that no ASCII word character precedes, in C: the Python
+    # loop only sees token starts (a needle of one or two letters occurs thousands of times in 30 KB).
+    # Compiled once per needle for the process (a query's needles mostly recur across queries, while a
+    # regex of a whole query's needles would be compiled anew for almost every query: that compile
+    # cost more than the scan), and only when a body needs a scan: short bodies never pay for it.
     @cached_property
-    def _pattern(self) -> re.Pattern[str]:
-        return re.compile(_needle_pattern(self.needles), re.DOTALL)
+    def _patterns(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(_needle_regex(n) for n in self.needles)
 
     @cached_property
-    def _byte_pattern(self) -> re.Pattern[bytes] | None:
-        source = _needle_pattern(self.needles)
-        return re.compile(source.encode("ascii"), re.DOTALL) if source.isascii() else None
+    def _byte_patterns(self) -> tuple[re.Pattern[bytes], ...] | None:
+        if not all(n.isascii() for n in self.needles):
+            return None
+        return tuple(_needle_byte_regex(n) for n in self.needles)
 
     def _hit(self, word: str) -> bool:
         hit = self._memo.get(word)
@@ -134,16 +140,16 @@ class TermFinder:
     def _scan_chunk(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
         segment = text[pos : end + self._overlap]
         if segment.isascii():  # a flag of the string: lowercasing is a byte loop
-            return self._scan_lowered(text, pos, end, segment.lower(), self._pattern)
-        if self._byte_pattern is not None and not any(c in segment for c in _LOWERS_TO_ASCII):
+            return self._scan_lowered(text, pos, end, segment.lower(), self._patterns)
+        if self._byte_patterns is not None and not any(c in segment for c in _LOWERS_TO_ASCII):
             # ASCII needles only meet ASCII letters: Latin-1 bytes (anything else becomes "?") keep
             # one byte per character, and lowercasing bytes is 3x faster than str.lower on such text.
             lowered_bytes = segment.encode("latin-1", "replace").lower()
-            return self._scan_lowered(text, pos, end, lowered_bytes, self._byte_pattern)
+            return self._scan_lowered(text, pos, end, lowered_bytes, self._byte_patterns)
         lowered = segment.lower()
         if len(lowered) != len(segment):  # offsets in the lowered text would not be offsets in the text
             return self._scan_words(text, pos, end)
-        return self._scan_lowered(text, pos, end, lowered, self._pattern)
+        return self._scan_lowered(text, pos, end, lowered, self._patterns)
 
     def _check(self, text: str, at: int) -> tuple[int | None, int]:
         """(start of the word at ``at`` if it matches, where to look next)."""
@@ -163,25 +169,33 @@ class TermFinder:
         return (at if self._hit(text[at:stop]) else None), stop
 
     def _scan_lowered(
-        self, text: str, pos: int, end: int, lowered: AnyStr, pattern: re.Pattern[AnyStr]
+        self, text: str, pos: int, end: int, lowered: AnyStr, patterns: Sequence[re.Pattern[AnyStr]]
     ) -> tuple[int | None, int]:
-        """Needle places in order, words checked at token starts (``lowered`` is ``text[pos:]`` lowered)."""
+        """Needle places in order, words checked at token starts (``lowered`` is ``text[pos:]`` lowered).
+
+        Each needle's next place waits in a heap: the places come out in text order, as one
+        alternation would give them, and a needle absent from the chunk costs one search in C.
+        """
         bound = end - pos  # a needle must start before the chunk's end
+        waiting: list[tuple[int, int]] = []
+        for k, pattern in enumerate(patterns):
+            match = pattern.search(lowered)
+            if match is not None and match.start() < bound:
+                waiting.append((match.start(), k))
+        heapq.heapify(waiting)
         resume = pos
-        for match in pattern.finditer(lowered):
-            i = match.start()
-            if i >= bound:
-                break
-            if pos + i < resume:  # inside the word just checked
-                continue
-            if not i:
+        while waiting:
+            i, k = heapq.heappop(waiting)
+            if pos + i >= resume:  # not inside the word just checked
+                before = text[pos - 1 : pos] if not i else ""
                 # The pattern cannot see the character before the segment.
-                before = text[pos - 1 : pos]
-                if before.isascii() and (before.isalnum() or before == "_"):
-                    continue
-            found, resume = self._check_start(text, pos + i)
-            if found is not None:
-                return found, resume
+                if not (before.isascii() and (before.isalnum() or before == "_")):
+                    found, resume = self._check_start(text, pos + i)
+                    if found is not None:
+                        return found, resume
+            match = patterns[k].search(lowered, max(i + 1, resume - pos))
+            if match is not None and match.start() < bound:
+                heapq.heappush(waiting, (match.start(), k))
         return None, resume
 
     def _scan_words(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
@@ -196,14 +210,23 @@ class TermFinder:
         return None, resume
 
 
-def _needle_pattern(needles: tuple[str, ...]) -> str:
-    """A regex for any of ``needles`` where no ASCII word character precedes it (a lookbehind after each).
+def _needle_source(needle: str) -> str:
+    """``needle`` where no ASCII word character precedes it (the lookbehind after the needle).
 
-    The lookbehind comes after the needle so each alternative starts with a literal: the regex
-    engine then skips to the needles' first characters in C.
+    The lookbehind comes after the needle so the pattern starts with a literal: the regex
+    engine then skips to the needle's first character in C.
     """
-    alternatives = [f"{re.escape(n)}(?<![0-9a-z_]{'.' * len(n)})" for n in needles]
-    return "|".join(alternatives) or "(?!)"  # no needles: never matches
+    return f"{re.escape(needle)}(?<![0-9a-z_]{'.' * len(needle)})"
+
+
+@lru_cache(maxsize=NEEDLE_REGEX_CACHE)
+def _needle_regex(needle: str) -> re.Pattern[str]:
+    return re.compile(_needle_source(needle), re.DOTALL)
+
+
+@lru_cache(maxsize=NEEDLE_REGEX_CACHE)
+def _needle_byte_regex(needle: str) -> re.Pattern[bytes]:
+    return re.compile(_needle_source(needle).encode("ascii"), re.DOTALL)
 
 
 def _word_start(text: str, at: int) -> int:
