@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import tantivy
 
-from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.backends.embedded import EmbeddedBackend, IndexLayout, build_schema
+from scopegate.backends.embedded_storage import write_spec_file
 from scopegate.context import CallContext
-from scopegate.errors import MissingIndexError
+from scopegate.errors import ConfigError, MissingIndexError
 from scopegate.scope import Scope, ScopeKeys
 from scopegate.search.spec import KeywordFilter, SearchSpec, TextField
 from scopegate.search.tools import FetchTool, SearchTool
@@ -197,3 +200,43 @@ async def test_backend_failures_are_structured(spec: SearchSpec) -> None:
         out = (await SearchTool(fast_spec, cls(fast_spec)).run({"query": "refund"}, ctx("acme"))).result
         assert out["error_code"] == code and out["retryable"] is retry
         assert "secret" not in out["message"]
+
+
+async def test_combined_fields_indexes_store_text_fields_without_postings_and_rank_like_older_indexes(
+    spec: SearchSpec, tickets: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Under combined_fields only the catch-all field is searched: a new index does not analyse the text
+    fields a second time. An index written before (per-field postings too) answers exactly the same."""
+    assert spec.field_combination == "combined_fields"
+    new = EmbeddedBackend(spec, tmp_path / "new")
+    assert not new.layout.text_indexed
+    new.ingest_sync(tickets, batch_size=500)
+    # The layout an older scopegate wrote: every text field with its own postings.
+    old_path = tmp_path / "old"
+    old_path.mkdir()
+    write_spec_file(old_path, spec, replace=False)
+    old_layout = dataclasses.replace(IndexLayout.new(spec), text_indexed=True)
+    tantivy.Index(build_schema(spec, old_layout), path=str(old_path), reuse=True, sort_by_field=spec.tenant_field)
+    old = EmbeddedBackend(spec, old_path)
+    assert old.layout.text_indexed
+    old.ingest_sync(tickets, batch_size=500)
+    body_only = {"tenant_id": "acme", "subject": "zzz", "body": "the words quixotic vermilion"}
+    for backend in (new, old):
+        backend.ingest_sync([{**tickets[0], **body_only, "ticket_id": "ACM-BODY"}])
+    new_tool, old_tool = SearchTool(spec, new), SearchTool(spec, old)
+    for query in ("apple pay refund failed", "E4012", "card_declined", "checkout timeout", "quixotic", "login"):
+        for tenant in ("acme", "globex"):
+            a = (await new_tool.run({"query": query}, ctx(tenant))).result
+            b = (await old_tool.run({"query": query}, ctx(tenant))).result
+            assert a["total"] == b["total"], query
+            assert [r["ticket_id"] for r in a["results"]] == [r["ticket_id"] for r in b["results"]], query
+            assert [r["snippet"] for r in a["results"]] == [r["snippet"] for r in b["results"]], query
+    hit = (await new_tool.run({"query": "quixotic vermilion"}, ctx("acme"))).result
+    assert [r["ticket_id"] for r in hit["results"]] == ["ACM-BODY"]  # body words are searchable
+    fetched = (await FetchTool(spec, new).run({"id": "ACM-BODY"}, ctx("acme"))).result
+    assert fetched["document"]["body"] == body_only["body"]  # and stored whole
+    new.close_sync()
+    old.close_sync()
+    # A stored-only index cannot be searched field by field: another combination is refused, with the reason.
+    with pytest.raises(ConfigError, match="combined_fields"):
+        EmbeddedBackend(dataclasses.replace(spec, field_combination="best_fields"), tmp_path / "new")

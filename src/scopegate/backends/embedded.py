@@ -56,7 +56,13 @@ from scopegate.backends.embedded_storage import KEY_FIELD, SPEC_FILE, storage_pr
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id, document_key
 from scopegate.search.aggregation import AggregationQuery, RawAggregation, RawBucket
-from scopegate.search.analysis import ANALYZER_NAME, make_analyzer, unique_terms
+from scopegate.search.analysis import (
+    ANALYZER_NAME,
+    STORED_ONLY_TOKENIZER,
+    make_analyzer,
+    stored_only_analyzer,
+    unique_terms,
+)
 from scopegate.search.dates import day_of_epoch_ms, midnight, normalise_date, roll_up, stored_value
 from scopegate.search.fields import combined_text, query_terms
 from scopegate.search.model import RawHit, RawResult, SearchQuery
@@ -96,20 +102,30 @@ class IndexLayout:
     A new index gets every keyword field fast and the spec's date field. An index written by an
     older scopegate keeps its own layout (non-fast keyword fields, no date field): it opens and
     searches as before, and the aggregation tool is refused on it with a clear reason.
+
+    ``text_indexed``: whether each text field has postings of its own. Under ``combined_fields``
+    only the catch-all field is searched (the stored spec pins the combination), so a new index
+    stores the text fields without analysing them a second time: that analysis was half of the
+    ingest CPU on ticket bodies. Indexes written before keep their per-field postings.
     """
 
     fast: frozenset[str]
     date_field: str | None
+    text_indexed: bool = True
 
     @classmethod
     def new(cls, spec: SearchSpec) -> IndexLayout:
-        return cls(frozenset(spec.all_keyword_fields()), spec.date_field)
+        return cls(frozenset(spec.all_keyword_fields()), spec.date_field, spec.field_combination != "combined_fields")
 
     @classmethod
     def on_disk(cls, spec: SearchSpec, fields: Mapping[str, Mapping[str, Any]]) -> IndexLayout:
         fast = {n for n in spec.all_keyword_fields() if (fields.get(n) or {}).get("options", {}).get("fast") is True}
         dates = sorted(name for name, entry in fields.items() if entry.get("type") == "date")
-        return cls(frozenset(fast), dates[0] if dates else None)
+        tokenizers = {
+            ((fields.get(t.name) or {}).get("options", {}).get("indexing") or {}).get("tokenizer")
+            for t in spec.text_fields
+        }
+        return cls(frozenset(fast), dates[0] if dates else None, STORED_ONLY_TOKENIZER not in tokenizers)
 
 
 def build_schema(spec: SearchSpec, layout: IndexLayout | None = None, *, keyed: bool = True) -> tantivy.Schema:
@@ -125,9 +141,10 @@ def build_schema(spec: SearchSpec, layout: IndexLayout | None = None, *, keyed: 
         sb.add_text_field(name, stored=True, tokenizer_name="raw", index_option="basic", fast=name in layout.fast)
     if spec.group_field:
         sb.add_text_field(spec.group_field, stored=True, tokenizer_name="raw", index_option="basic")
+    tokenizer = ANALYZER_NAME if layout.text_indexed else STORED_ONLY_TOKENIZER
     for t in spec.text_fields:
         # Term frequencies without positions: we never run phrase queries.
-        sb.add_text_field(t.name, stored=True, tokenizer_name=ANALYZER_NAME, index_option="freq")
+        sb.add_text_field(t.name, stored=True, tokenizer_name=tokenizer, index_option="freq")
     if layout.date_field:
         sb.add_date_field(layout.date_field, stored=True, indexed=True, fast=True)
     if spec.field_combination == "combined_fields":
@@ -212,6 +229,7 @@ class EmbeddedBackend:
         self._index = self._open() if self.path is not None else self._in_memory()
         self._index.config_reader("manual")
         self._index.register_tokenizer(ANALYZER_NAME, make_analyzer())
+        self._index.register_tokenizer(STORED_ONLY_TOKENIZER, stored_only_analyzer())
         self._schema = self._index.schema
         self._memory_generation = 0
         self._served: str | None = None  # digest of the meta.json the reader serves (at least)
@@ -266,6 +284,12 @@ class EmbeddedBackend:
             )
         self.legacy_keys = storage.legacy_keys(meta)
         self.layout = IndexLayout.on_disk(self.spec, meta.schema)
+        if not self.layout.text_indexed and self.spec.field_combination != "combined_fields":
+            raise ConfigError(
+                f"field_combination: the index at {self.path} was built for combined_fields (its text fields "
+                f"are stored, not searchable one by one), the spec asks for {self.spec.field_combination}; "
+                "re-ingest into a new folder"
+            )
         if self.spec.date_field and self.layout.date_field is None:
             log.warning(
                 "the embedded index at %s was built without the date field %r: searches work, dates are not "

@@ -14,6 +14,8 @@ from functools import lru_cache
 import tantivy
 
 ANALYZER_NAME = "scopegate_en"
+# Text fields stored for results and snippets but searched only through the combined field.
+STORED_ONLY_TOKENIZER = "scopegate_stored"
 WORD_PATTERN = r"\w+"
 MAX_TOKEN_CHARS = 64
 WORD_RE = re.compile(WORD_PATTERN)
@@ -29,6 +31,11 @@ def make_analyzer() -> tantivy.TextAnalyzer:
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
+
+
+def stored_only_analyzer() -> tantivy.TextAnalyzer:
+    """No terms at all: the whole text as one token, removed (for text that is stored, not searched)."""
+    return tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.raw()).filter(tantivy.Filter.remove_long(1)).build()
 
 
 @lru_cache(maxsize=1)
