@@ -176,8 +176,9 @@ async def measure_opensearch(
     for name, backend in backends.items():
         tool = SearchTool(backend.spec, backend)
         timed = Timed()
-        client_search = backend.client.search
-        backend.client.search = timed.wrap_async(client_search)  # type: ignore[method-assign]
+        # Time the client the backend searches with (the coordinating node's, when configured).
+        client_search = backend.search_client.search
+        backend.search_client.search = timed.wrap_async(client_search)  # type: ignore[method-assign]
         alias = backend.names.read_alias
         from scopegate.backends import dsl
 
@@ -218,7 +219,7 @@ async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[st
 
     spec = backend.spec
     alias = backend.names.read_alias
-    client = backend.client
+    client = backend.search_client
 
     def whole(query: Any) -> dict[str, Any]:
         return dsl.search_body(spec, query)

@@ -112,8 +112,9 @@ async def query_run(url: str, corpus: Path, args: argparse.Namespace, run: int, 
     backend = OpenSearchBackend(spec_for_bench(args), url, refresh_after_write=False)
     tool = SearchTool(backend.spec, backend)
     timed = Timed()
-    client_search = backend.client.search
-    backend.client.search = timed.wrap_async(client_search)  # type: ignore[method-assign]
+    # Time the client the backend searches with (the coordinating node's, when configured).
+    client_search = backend.search_client.search
+    backend.search_client.search = timed.wrap_async(client_search)  # type: ignore[method-assign]
     alias = backend.names.read_alias
     timeout = backend.spec.client_timeout_s
 

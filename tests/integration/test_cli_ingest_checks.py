@@ -121,3 +121,41 @@ async def test_fetch_by_a_numeric_id_opens_the_document(tmp_path: Path, bugs: Pa
         assert other["error_code"] == "NOT_FOUND"
     finally:
         await backend.close()
+
+
+def test_a_piped_source_is_checked_and_ingested_in_one_pass(tmp_path: Path, bugs: Path) -> None:
+    """``cat … | scopegate ingest IDX /dev/stdin``: a pipe can be read once. Old code refused it as a missing
+    file; reading it twice (check, then ingest) would have ingested nothing."""
+    (tmp_path / "spec.yaml").write_text(SPEC)
+    base = ("ingest", "idx", "/dev/stdin", "--format", "csv", "--spec", "spec.yaml", "--map", "id=Issue id")
+
+    def piped(*args: str) -> subprocess.CompletedProcess[str]:
+        cat = subprocess.Popen(["cat", str(bugs)], stdout=subprocess.PIPE)  # a pipe, not a file
+        try:
+            return subprocess.run(
+                [sys.executable, "-m", "scopegate.cli", *args], stdin=cat.stdout, capture_output=True, text=True,
+                timeout=120, cwd=tmp_path,
+            )  # fmt: skip
+        finally:
+            assert cat.stdout is not None
+            cat.stdout.close()
+            cat.wait(timeout=30)
+
+    missing = piped(*base, "--quiet")  # no tenant column and no --tenant: refused before anything is written
+    assert missing.returncode == 1 and "lacks the column(s) 'project'" in missing.stderr
+    assert not (tmp_path / "idx").exists()
+    refuse = piped(*base, "--tenant", "hadoop", "--unlisted", "refuse", "--quiet")
+    assert refuse.returncode == 2 and "can be read only once" in refuse.stderr
+    done = piped(*base, "--tenant", "hadoop", "--quiet")
+    assert done.returncode == 0, done.stderr
+    # A regular file given as stdin can be read twice: the full precheck, --unlisted refuse included.
+    with bugs.open("rb") as source:
+        from_file = subprocess.run(
+            [sys.executable, "-m", "scopegate.cli", *base, "--tenant", "hadoop", "--unlisted", "refuse", "--quiet"],
+            stdin=source, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+    assert from_file.returncode == 1 and "nothing was written" in from_file.stderr
+    report = json.loads(done.stdout)
+    assert report["indexed"] == 2503 and report["failed"] == 0  # the same as from the file
+    assert report["unlisted"] == {"Status": {"Patch Available": 41, "In Progress": 30}}
+    assert "warning: 71 record(s) have a Status outside" in done.stderr and "(ingested)" in done.stderr

@@ -116,15 +116,21 @@ def ingest(
     id and tenant columns (and every column named by --map) must exist, and values outside each filter's
     allowed list are counted (--unlisted). Prints a JSON report; exits 1 if records were rejected."""
     from scopegate.ingest.mapping import FieldMapping
-    from scopegate.ingest.precheck import precheck
-    from scopegate.ingest.run import ingest_into_index, report_summary
+    from scopegate.ingest.precheck import is_stream, precheck, precheck_stream
+    from scopegate.ingest.run import ingest_into_index, ingest_stream_into_index, report_summary
     from scopegate.ingest.target import resolve_target
 
     if len(paths) > 2:
         raise click.UsageError(f"expected [INDEX] FILE, got {len(paths)} arguments")
     index, file = (None, paths[0]) if len(paths) == 1 else paths
-    if not os.path.isfile(file):
+    stream = is_stream(file)  # a pipe or /dev/stdin: read once, checked as it is ingested
+    if not stream and not os.path.isfile(file):
         raise click.BadParameter(f"file {file!r} does not exist", param_hint="'FILE'")
+    if stream and unlisted == "refuse":
+        raise click.UsageError(
+            f"--unlisted refuse reads the source before writing, and {file} can be read only once: "
+            "give a regular file, or --unlisted warn"
+        )
     with usage_errors("--spec/--config/--tool"):
         target = resolve_target(index, spec_file=spec_path, config=config_path, tool=tool)
     with usage_errors("--map/--tenant"):
@@ -133,18 +139,34 @@ def ingest(
     if target.origin == "demo":
         click.echo(f"scopegate ingest: note: {target.index} is a new index and no --spec/--config was given: "
                    "using the demo ticket spec (scopegate spec prints it)", err=True)  # fmt: skip
-    checked = precheck(target.spec, mapping, file, fmt)
-    warning = checked.unlisted_message(target.spec)
-    if warning and unlisted == "refuse":
-        raise IngestError(f"{warning}; nothing was written (--unlisted warn ingests them anyway)")
-    if warning:
-        click.echo(f"scopegate ingest: warning: {warning}", err=True)
-    report = asyncio.run(
-        ingest_into_index(
-            target.index, file, target.spec, mapping, fmt=fmt, batch_size=batch_size, progress=not quiet,
-            total=checked.records or None,
+    if stream:
+        checked, records = precheck_stream(target.spec, mapping, file, fmt)
+        report = asyncio.run(
+            ingest_stream_into_index(
+                target.index,
+                records,
+                target.spec,
+                batch_size=batch_size,
+                progress=not quiet,
+                label=os.path.basename(file),
+            )
         )
-    )  # fmt: skip
+        warning = checked.unlisted_message(target.spec)
+        if warning:
+            click.echo(f"scopegate ingest: warning: {warning} (ingested)", err=True)
+    else:
+        checked = precheck(target.spec, mapping, file, fmt)
+        warning = checked.unlisted_message(target.spec)
+        if warning and unlisted == "refuse":
+            raise IngestError(f"{warning}; nothing was written (--unlisted warn ingests them anyway)")
+        if warning:
+            click.echo(f"scopegate ingest: warning: {warning}", err=True)
+        report = asyncio.run(
+            ingest_into_index(
+                target.index, file, target.spec, mapping, fmt=fmt, batch_size=batch_size, progress=not quiet,
+                total=checked.records or None,
+            )
+        )  # fmt: skip
     summary = report_summary(report)
     summary.update(index=str(target.index), spec=target.origin, unlisted=checked.unlisted_summary())
     echo_json(summary)

@@ -3,17 +3,21 @@
 A CSV without the mapped id column used to fail every row alone ("missing ticket_id", 2,503 of 2,503);
 a value outside a filter's allowed list (``Resolved`` for ``open|pending|solved|closed``) was stored and
 could never be matched by that filter. :func:`check_columns` refuses the first up front, naming the
-columns the source has; :func:`precheck` counts the second, per filter and value.
+columns the source has; :func:`precheck` counts the second, per filter and value. A source that can be
+read only once (``cat shards | scopegate ingest IDX /dev/stdin``) is checked in the same pass that
+ingests it (:func:`precheck_stream`): its columns from the first records, its counts as it goes.
 """
 
 from __future__ import annotations
 
 import csv
+import os
+import stat
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -100,25 +104,61 @@ class Precheck:
         return "\n".join(lines) or None
 
 
+def _tallied(
+    spec: SearchSpec, records: Iterable[Mapping[str, Any] | SourceRecordError], into: Precheck
+) -> Iterator[Mapping[str, Any] | SourceRecordError]:
+    """``records`` unchanged, counting into ``into`` the records and each filter's unlisted values."""
+    allowed = {f.name: frozenset(f.allowed) for f in spec.filters}
+    for name in allowed:
+        into.unlisted.setdefault(name, Counter())
+    for record in records:
+        if not isinstance(record, SourceRecordError):
+            into.records += 1
+            for name, values in allowed.items():
+                value = record.get(name)
+                if value is None or value == "":
+                    continue
+                for item in value if isinstance(value, list) else (value,):
+                    if str(item) not in values:
+                        into.unlisted[name][str(item)] += 1
+        yield record
+
+
 def count_unlisted(
     spec: SearchSpec, records: Iterable[Mapping[str, Any] | SourceRecordError]
 ) -> tuple[int, dict[str, Counter[str]]]:
     """How many mapped records there are, and per filter the values outside its allowed list. Pure."""
-    allowed = {f.name: frozenset(f.allowed) for f in spec.filters}
-    unlisted: dict[str, Counter[str]] = {name: Counter() for name in allowed}
-    count = 0
-    for record in records:
-        if isinstance(record, SourceRecordError):
-            continue
-        count += 1
-        for name, values in allowed.items():
-            value = record.get(name)
-            if value is None or value == "":
-                continue
-            for item in value if isinstance(value, list) else (value,):
-                if str(item) not in values:
-                    unlisted[name][str(item)] += 1
-    return count, unlisted
+    result = Precheck(columns=())
+    for _ in _tallied(spec, records, result):
+        pass
+    return result.records, result.unlisted
+
+
+def is_stream(path: str | Path) -> bool:
+    """A source that can be read only once: a pipe, ``/dev/stdin``, a FIFO (anything but a regular file)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def precheck_stream(
+    spec: SearchSpec, mapping: FieldMapping, path: str | Path, fmt: str | None = None
+) -> tuple[Precheck, Iterator[Mapping[str, Any] | SourceRecordError]]:
+    """The precheck of a source read once (:func:`is_stream`): the columns from its first records (refused
+    as :func:`check_columns` does, before anything is written), the counts as ingest reads the records.
+
+    Returns the :class:`Precheck`, complete once the returned mapped records are exhausted.
+    """
+    raw = read_records(path, fmt)
+    head = list(islice(raw, JSONL_SAMPLE))
+    seen: dict[str, None] = {}
+    for record in head:
+        if not isinstance(record, SourceRecordError):
+            seen.update(dict.fromkeys(str(key) for key in record))
+    check_columns(spec, mapping, seen, Path(path).name)
+    result = Precheck(columns=tuple(seen))
+    return result, _tallied(spec, mapping.apply(spec, chain(head, raw)), result)
 
 
 def precheck(spec: SearchSpec, mapping: FieldMapping, path: str | Path, fmt: str | None = None) -> Precheck:

@@ -91,6 +91,25 @@ async def ingest_into_index(
         await backend.close()
 
 
+async def ingest_stream_into_index(
+    index: str | Path,
+    records: Iterable[Mapping[str, Any] | SourceRecordError],
+    spec: SearchSpec,
+    *,
+    batch_size: int = 10_000,
+    progress: bool = True,
+    label: str = "ingest",
+) -> IngestReport:
+    """Upsert already mapped ``records`` (a source read once) into the embedded index folder ``index``."""
+    from scopegate.backends.embedded import EmbeddedBackend
+
+    backend = EmbeddedBackend(spec, index)
+    try:
+        return await ingest_records(backend, records, batch_size=batch_size, progress=progress, label=label)
+    finally:
+        await backend.close()
+
+
 def report_summary(report: IngestReport, *, max_errors: int = 20) -> dict[str, Any]:
     """What ``scopegate ingest`` prints: counts, speed and the first rejected records."""
     return {
