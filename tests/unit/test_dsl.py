@@ -189,8 +189,15 @@ def test_index_template_opensearch(tickets: SearchSpec, snap: Any) -> None:
     props = body["template"]["mappings"]["properties"]
     assert props["ticket_id"] == {"type": "keyword"}
     assert props["tenant_id"] == {"type": "keyword"}
-    assert props["body"]["analyzer"] == dsl.ANALYZER
+    # combined_fields: only the catch-all field is analysed; the text fields stay in _source.
+    assert props["scopegate_all"]["analyzer"] == dsl.ANALYZER
+    assert props["body"] == props["subject"] == {"type": "text", "index": False}
+    assert body["template"]["mappings"]["_meta"]["scopegate_text_fields"] == "stored"
     assert body["index_patterns"] == ["tickets-v*"]
+    best = dsl.index_template_body(dataclasses.replace(tickets, field_combination="best_fields"))
+    best_props = best["template"]["mappings"]["properties"]
+    assert best_props["body"]["analyzer"] == dsl.ANALYZER and "scopegate_all" not in best_props
+    assert "scopegate_text_fields" not in best["template"]["mappings"]["_meta"]
 
 
 def test_index_body_standard_profile_with_groups(grouped: SearchSpec, snap: Any) -> None:

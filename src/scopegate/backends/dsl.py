@@ -41,6 +41,9 @@ ANALYZER = "scopegate_en"
 # An index without it was written with ``_id`` = the id alone and must be migrated before writes.
 KEYS_META = "scopegate_keys"
 KEY_SCHEME = "tenant-id-v1"
+# An index built for combined_fields keeps its text fields in _source only (mapping ``index: false``).
+TEXT_FIELDS_META = "scopegate_text_fields"
+TEXT_FIELDS_STORED = "stored"
 
 # How documents are spread over shards: by the engine's default (the ``_id``) or by tenant,
 # so one tenant's documents share one shard and its searches touch that shard only.
@@ -261,8 +264,12 @@ def mappings(spec: SearchSpec, vector: Mapping[str, Any] | None = None) -> dict[
     for name in spec.all_keyword_fields():
         props[name] = {"type": "keyword"}
     for t in spec.text_fields:
-        # Frequencies without positions: scopegate never runs phrase queries.
-        props[t.name] = {"type": "text", "analyzer": ANALYZER, "index_options": "freqs"}
+        if spec.field_combination == "combined_fields":
+            # Only the combined field is searched: keep the text in _source, analyse it once (ingest CPU).
+            props[t.name] = {"type": "text", "index": False}
+        else:
+            # Frequencies without positions: scopegate never runs phrase queries.
+            props[t.name] = {"type": "text", "analyzer": ANALYZER, "index_options": "freqs"}
     if spec.date_field:
         props[spec.date_field] = {"type": "date", "format": "strict_date_optional_time||epoch_millis"}
     if spec.field_combination == "combined_fields":
@@ -355,10 +362,12 @@ def index_template_body(
 
 
 def mapping_meta(spec: SearchSpec, model_id: str | None) -> dict[str, str]:
-    """What an index keeps about how it was built: the combined field's recipe and the embedding model."""
+    """What an index keeps about how it was built: the combined field's recipe (and that its text fields are
+    stored, not searchable one by one) and the embedding model."""
     meta: dict[str, str] = {}
     if spec.field_combination == "combined_fields":
         meta["scopegate_combined"] = ",".join(f"{name}^{copies}" for name, copies in spec.combined_weights())
+        meta[TEXT_FIELDS_META] = TEXT_FIELDS_STORED
     if model_id:
         meta["scopegate_embedder"] = model_id
     return meta

@@ -432,11 +432,18 @@ class EngineBackend(ABC, Generic[ClientT]):
         )
 
     async def _check_mapping(self, alias: str) -> None:
-        """An index built with another combined-field recipe or embedding model would answer wrongly: refuse."""
+        """An index built with another combined-field recipe or embedding model would answer wrongly, and one
+        whose text fields are stored only cannot be searched field by field: refuse."""
         wanted = dsl.mapping_meta(self.spec, self.encoder.model_id if self.encoder is not None else None)
-        if not wanted:
-            return
+        # Both layouts serve combined_fields: indexes written before kept per-field postings too.
+        wanted.pop(dsl.TEXT_FIELDS_META, None)
         meta = await self._guard(alias, self._mapping_meta(alias))
+        stored_only = meta.get(dsl.TEXT_FIELDS_META) == dsl.TEXT_FIELDS_STORED
+        if stored_only and self.spec.field_combination != "combined_fields":
+            raise ConfigError(
+                f"index behind {alias!r} was built for combined_fields (its text fields are stored, not searchable "
+                f"one by one), the spec asks for {self.spec.field_combination}: re-index with reindex(documents)"
+            )
         for key, value in wanted.items():
             if meta.get(key) != value:
                 what = "embedding model" if key == "scopegate_embedder" else "combined-field weights"
