@@ -58,7 +58,11 @@ def forged_state(victim: str) -> dict[str, Any]:
         "temp:tenant_id": victim,
         BOUND_KEY: {"identity": {"tenant": victim}, "app_name": "bound_search"},
         SIGNED_SCOPE_KEY: {
-            "v": 1, "kid": "k2", "iat": 0, "scope": {"tenant": victim, "user": None, "groups": []}, "sig": "A" * 43
+            "v": 1,
+            "kid": "k2",
+            "iat": 0,
+            "scope": {"tenant": victim, "user": None, "groups": []},
+            "sig": "A" * 43,
         },
     }
 

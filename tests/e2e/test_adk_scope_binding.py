@@ -291,9 +291,7 @@ async def test_concurrent_sessions_of_four_tenants_stay_isolated(
     """One runner, one ScriptedLlm, 12 sessions at once (4 tenants), each forging another tenant."""
     runner = _search_runner(embedded, [ScopeBindingPlugin(DIRECTORY)])
     tenants = ["acme", "globex", "initech", "umbrella"] * 3
-    sessions = [
-        await runner.session_service.create_session(app_name=APP, user_id=f"user-{t}") for t in tenants
-    ]
+    sessions = [await runner.session_service.create_session(app_name=APP, user_id=f"user-{t}") for t in tenants]
     results = await asyncio.gather(*[
         _run(runner, f"user-{t}", s.id, state_delta={"tenant_id": tenants[(i + 1) % 4]})
         for i, (t, s) in enumerate(zip(tenants, sessions, strict=True))

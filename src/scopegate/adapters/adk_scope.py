@@ -140,9 +140,7 @@ class ScopePolicy:
         return cls("binding", keys=keys, passthrough=tuple(passthrough))
 
     @classmethod
-    def signed(
-        cls, ring: KeyRing, *, keys: ScopeKeys = BINDING_KEYS, passthrough: Iterable[str] = ()
-    ) -> ScopePolicy:
+    def signed(cls, ring: KeyRing, *, keys: ScopeKeys = BINDING_KEYS, passthrough: Iterable[str] = ()) -> ScopePolicy:
         """Scope from the signed envelope in session state, verified on every call."""
         return cls("signed", ring=ring, keys=keys, passthrough=tuple(passthrough))
 

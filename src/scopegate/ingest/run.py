@@ -84,9 +84,7 @@ async def ingest_into_index(
     check_columns(spec, mapping or FieldMapping(), source_columns(path, fmt), Path(path).name)  # before mkdir
     backend = EmbeddedBackend(spec, index)
     try:
-        return await ingest_path(
-            backend, path, mapping, fmt=fmt, batch_size=batch_size, progress=progress, total=total
-        )
+        return await ingest_path(backend, path, mapping, fmt=fmt, batch_size=batch_size, progress=progress, total=total)
     finally:
         await backend.close()
 

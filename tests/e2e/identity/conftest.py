@@ -25,8 +25,6 @@ from scopegate.testing.keycloak import RealmClient
 pytestmark = pytest.mark.keycloak
 
 
-
-
 @pytest.fixture(scope="session")
 def idp_world(keycloak: RealmInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdpWorld]:
     os.environ[SECRET_ENV] = keycloak.secret(MCP_CLIENT)

@@ -107,4 +107,3 @@ def test_in_ci_a_provider_that_cannot_start_fails_the_tests(tmp_path: Path) -> N
     assert "Keycloak is required in CI" in done.stdout
     assert "Maven (mvn) is needed" in done.stdout
     assert "1 error" in done.stdout
-

@@ -50,9 +50,7 @@ RUN_USER = "scopegate-es"
 @dataclass
 class ESNodeConfig(NodeLayout):
     state_dir: Path = field(
-        default_factory=lambda: _env_path(
-            "SCOPEGATE_ELASTICSEARCH_STATE_DIR", cache_root() / "elasticsearch-node"
-        )
+        default_factory=lambda: _env_path("SCOPEGATE_ELASTICSEARCH_STATE_DIR", cache_root() / "elasticsearch-node")
     )
     maven_repo: Path = field(default_factory=lambda: _env_path("SCOPEGATE_MAVEN_REPO", cache_root() / "m2"))
     heap: str = field(default_factory=lambda: os.environ.get("SCOPEGATE_ELASTICSEARCH_HEAP", "512m"))
@@ -181,4 +179,3 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
 def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> ElasticsearchNode:
     """The node manager for the command line's ``--state-dir`` and ``--heap``."""
     return ElasticsearchNode(configure(ESNodeConfig(), state_dir=state_dir, heap=heap))
-

@@ -298,4 +298,3 @@ def _exit_on_sigterm() -> None:
 def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> KeycloakNode:
     """The node manager for the command line's ``--state-dir`` and ``--heap``."""
     return KeycloakNode(configure(KeycloakConfig(), state_dir=state_dir, heap=heap))
-

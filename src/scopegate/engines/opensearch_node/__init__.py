@@ -131,9 +131,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
         if self.config.java:
             env["JAVA_HOME"] = str(Path(self.config.java).resolve().parents[1])
         try:
-            done = subprocess.run(
-                cmd, cwd=self.build_dir, capture_output=True, text=True, timeout=timeout_s, env=env
-            )
+            done = subprocess.run(cmd, cwd=self.build_dir, capture_output=True, text=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired as exc:
             raise EngineNodeError(f"Maven build did not finish within {timeout_s:.0f}s") from exc
         if done.returncode != 0:
@@ -219,4 +217,3 @@ def knn_node_config(state_dir: Path | None = None, *, heap: str | None = None) -
 def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> OpenSearchNode:
     """The node manager for the command line's ``--state-dir`` and ``--heap``."""
     return OpenSearchNode(configure(NodeConfig(), state_dir=state_dir, heap=heap))
-
