@@ -10,12 +10,15 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Stamps re-run the install only when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# Stamps re-run the install only when pyproject.toml or the C extension's source changes (the editable
+# install compiles src/scopegate/search/_wordscan.c in place).
+NATIVE := src/scopegate/search/_wordscan.c
+
+$(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-dev: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $@ $(VENV)/.installed
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ from scopegate.context import CallContext
 from scopegate.errors import ConfigError, MissingIndexError
 from scopegate.scope import Scope, ScopeKeys
 from scopegate.search.model import SearchQuery
-from scopegate.search.spec import KeywordFilter, SearchSpec, TextField
+from scopegate.search.spec import COMBINED_FIELD, KeywordFilter, SearchSpec, TextField
 from scopegate.search.tools import FetchTool, SearchTool
 from scopegate.testing.oracle import expected_total
 
@@ -207,19 +208,23 @@ async def test_combined_fields_indexes_store_text_fields_without_postings_and_ra
     spec: SearchSpec, tickets: list[dict[str, Any]], tmp_path: Path
 ) -> None:
     """Under combined_fields only the catch-all field is searched: a new index does not analyse the text
-    fields a second time. An index written before (per-field postings too) answers exactly the same."""
+    fields a second time, and cuts the catch-all text into words in C for the whitespace tokenizer. An
+    index written before (per-field postings, the regex tokenizer) answers exactly the same."""
     assert spec.field_combination == "combined_fields"
     new = EmbeddedBackend(spec, tmp_path / "new")
-    assert not new.layout.text_indexed
+    assert not new.layout.text_indexed and new.layout.words_tokenized
+    meta = json.loads((tmp_path / "new" / "meta.json").read_text())
+    catch_all = next(f for f in meta["schema"] if f["name"] == COMBINED_FIELD)
+    assert catch_all["options"]["indexing"]["tokenizer"] == "scopegate_en_words"
     new.ingest_sync(tickets, batch_size=500)
     # The layout an older scopegate wrote: every text field with its own postings.
     old_path = tmp_path / "old"
     old_path.mkdir()
     write_spec_file(old_path, spec, replace=False)
-    old_layout = dataclasses.replace(IndexLayout.new(spec), text_indexed=True)
+    old_layout = dataclasses.replace(IndexLayout.new(spec), text_indexed=True, words_tokenized=False)
     tantivy.Index(build_schema(spec, old_layout), path=str(old_path), reuse=True, sort_by_field=spec.tenant_field)
     old = EmbeddedBackend(spec, old_path)
-    assert old.layout.text_indexed
+    assert old.layout.text_indexed and not old.layout.words_tokenized
     old.ingest_sync(tickets, batch_size=500)
     body_only = {"tenant_id": "acme", "subject": "zzz", "body": "the words quixotic vermilion"}
     for backend in (new, old):

@@ -35,7 +35,7 @@ WORDS = [
     "nullpointer", "dying", "lying", "tie", "happy", "happiness", "organization", "organizational", "abilities",
     "ability", "possibly", "the", "and", "a", "of", "datanode", "DataNode", "blocks", "İstanbul", "Straße",
     "ΣΟΦΟΣ", "σοφός", "café", "cafe\u0301", "日本語", "🙂", "x½y", "\u212aelvin", "ǅemal", "ﬁle", "ＡＢＣ",
-    "foo_bar", "a1b2", "404", "v2", "ok", "io", "ui",
+    "foo_bar", "a1b2", "404", "v2", "ok", "io", "ui", "\u26a0\ufe0f", "हिन्दी", "\u0301refund", "refund\u0301s",
 ]  # fmt: skip
 # Control characters only next to spaces here: between two word characters the engine sees two words
 # and the old shaper one (it looked for words after cleaning), the one case where they are meant to differ.

@@ -59,9 +59,13 @@ from scopegate.search.aggregation import AggregationQuery, RawAggregation, RawBu
 from scopegate.search.analysis import (
     ANALYZER_NAME,
     STORED_ONLY_TOKENIZER,
+    WORDS_ANALYZER_NAME,
+    analyze,
     make_analyzer,
+    make_words_analyzer,
     stored_only_analyzer,
     unique_terms,
+    word_runs,
 )
 from scopegate.search.dates import day_of_epoch_ms, midnight, normalise_date, roll_up, stored_value
 from scopegate.search.fields import combined_text, query_terms
@@ -107,15 +111,23 @@ class IndexLayout:
     only the catch-all field is searched (the stored spec pins the combination), so a new index
     stores the text fields without analysing them a second time: that analysis was half of the
     ingest CPU on ticket bodies. Indexes written before keep their per-field postings.
+
+    ``words_tokenized``: whether the catch-all field is fed :func:`~scopegate.search.analysis.word_runs`
+    output and split by the whitespace tokenizer (``scopegate_en_words``) instead of tantivy's regex
+    tokenizer (``scopegate_en``): the same words for all but a few exotic characters (Python's and
+    Rust's ``\\w`` differ on some marks and numerals), at a fifth of the analysis cost. Older indexes
+    keep the regex tokenizer; ``scopegate migrate`` rebuilds one with the new layout.
     """
 
     fast: frozenset[str]
     date_field: str | None
     text_indexed: bool = True
+    words_tokenized: bool = False
 
     @classmethod
     def new(cls, spec: SearchSpec) -> IndexLayout:
-        return cls(frozenset(spec.all_keyword_fields()), spec.date_field, spec.field_combination != "combined_fields")
+        combined = spec.field_combination == "combined_fields"
+        return cls(frozenset(spec.all_keyword_fields()), spec.date_field, not combined, combined)
 
     @classmethod
     def on_disk(cls, spec: SearchSpec, fields: Mapping[str, Mapping[str, Any]]) -> IndexLayout:
@@ -125,7 +137,13 @@ class IndexLayout:
             ((fields.get(t.name) or {}).get("options", {}).get("indexing") or {}).get("tokenizer")
             for t in spec.text_fields
         }
-        return cls(frozenset(fast), dates[0] if dates else None, STORED_ONLY_TOKENIZER not in tokenizers)
+        combined = ((fields.get(COMBINED_FIELD) or {}).get("options", {}).get("indexing") or {}).get("tokenizer")
+        return cls(
+            frozenset(fast),
+            dates[0] if dates else None,
+            STORED_ONLY_TOKENIZER not in tokenizers,
+            combined == WORDS_ANALYZER_NAME,
+        )
 
 
 def build_schema(spec: SearchSpec, layout: IndexLayout | None = None, *, keyed: bool = True) -> tantivy.Schema:
@@ -148,7 +166,8 @@ def build_schema(spec: SearchSpec, layout: IndexLayout | None = None, *, keyed: 
     if layout.date_field:
         sb.add_date_field(layout.date_field, stored=True, indexed=True, fast=True)
     if spec.field_combination == "combined_fields":
-        sb.add_text_field(COMBINED_FIELD, stored=False, tokenizer_name=ANALYZER_NAME, index_option="freq")
+        combined = WORDS_ANALYZER_NAME if layout.words_tokenized else ANALYZER_NAME
+        sb.add_text_field(COMBINED_FIELD, stored=False, tokenizer_name=combined, index_option="freq")
     if keyed:
         sb.add_text_field(KEY_FIELD, stored=False, tokenizer_name="raw", index_option="basic")
     return sb.build()
@@ -222,7 +241,6 @@ class EmbeddedBackend:
         self.writer_wait_s = max(0.0, writer_wait_s)
         self.reader_check_s = max(0.0, reader_check_s)
         self.writer_nice = writer_nice
-        self._analyzer = make_analyzer()
         self._view: storage.ReadOnlyView | None = None
         self.legacy_keys = False
         self.layout = IndexLayout.new(spec)  # _open replaces it with what the folder holds
@@ -230,6 +248,7 @@ class EmbeddedBackend:
         self._index.config_reader("manual")
         self._index.register_tokenizer(ANALYZER_NAME, make_analyzer())
         self._index.register_tokenizer(STORED_ONLY_TOKENIZER, stored_only_analyzer())
+        self._index.register_tokenizer(WORDS_ANALYZER_NAME, make_words_analyzer())
         self._schema = self._index.schema
         self._memory_generation = 0
         self._served: str | None = None  # digest of the meta.json the reader serves (at least)
@@ -380,7 +399,7 @@ class EmbeddedBackend:
 
     # -- analysis and query building -----------------------------------
     def analyze(self, text: str) -> list[str]:
-        return list(self._analyzer.analyze(text))
+        return analyze(text)
 
     def build_query(self, query: SearchQuery) -> tantivy.Query | None:
         """The tantivy query for ``query``: the text query, scope as zero-score filters."""
@@ -665,7 +684,8 @@ class EmbeddedBackend:
                 doc[name] = str(value)
         combined = combined_text(self.spec, record) if self.spec.field_combination == "combined_fields" else ""
         if combined:
-            doc[COMBINED_FIELD] = combined
+            # Words cut in one C pass for the whitespace tokenizer (the regex tokenizer's cost, see analysis).
+            doc[COMBINED_FIELD] = word_runs(combined) if self.layout.words_tokenized else combined
         if not self.legacy_keys:
             doc[KEY_FIELD] = document_key(str(record[self.spec.tenant_field]), doc_id)
         return json.dumps(doc, ensure_ascii=False)

@@ -62,7 +62,7 @@ from scopegate.backends.base import IngestReport, ProgressCallback
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.aggregation import AggregationQuery, RawAggregation
-from scopegate.search.analysis import make_analyzer, unique_terms
+from scopegate.search.analysis import analyze, unique_terms
 from scopegate.search.fields import embedding_text
 from scopegate.search.model import RawHit, RawResult, SearchQuery
 from scopegate.search.retrieval import KnnResult, retrieve
@@ -136,7 +136,6 @@ class EngineBackend(ABC, Generic[ClientT]):
         self.alias_filter = layout.alias_filter_query(spec, alias_filter)
         self.refresh_after_write = refresh_after_write
         self.bulk_concurrency = max(1, bulk_concurrency)
-        self._analyzer = make_analyzer()
         self._ready = False
         self._keys_checked: set[str] = set()
         self._countable: set[tuple[tuple[str, ...], tuple[str, ...]]] = set()
@@ -394,7 +393,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     def analyze(self, text: str) -> list[str]:
         """Terms as the engine's ``scopegate_en`` analyser makes them (same chain, run locally)."""
-        return list(self._analyzer.analyze(text))
+        return analyze(text)
 
     async def generation(self) -> str:
         """``<indices behind the searched alias>#stats:<digest>``: changes with any writer's visible write

@@ -14,12 +14,18 @@ The work does not grow with the body beyond that window:
   last character, two for ``-ie``) case-insensitively, because the English
   stemmer keeps the lowercased word but for the stem's last character (checked
   over a million real and derived words: tests/unit/test_shaper_bounded.py).
-  So the body is lowercased and searched for needles in C (one small regex per
-  needle, compiled once per process; chunk by chunk) and only the words around
-  a needle are analysed, once each (memo). Chunks with characters whose lowercase changes length are scanned
-  word by word instead, with the same result.
-- Words are runs of word characters (``\\w``) in the raw body, as the engine's tokenizer sees
-  them: a control character inside a word splits it. (The first shaper looked
+  So only word starts where a needle begins are candidates, and only those
+  words are analysed, once each (memo). The candidates come from a small C
+  scan over the string's own storage (``_wordscan.c``: one pass, no copy, no
+  compile); without it (an install with no C compiler), from the same search
+  in Python: the body lowercased chunk by chunk, ``find`` for needles of three
+  or more characters and a cached regex for shorter ones. Characters whose
+  lowercase is ASCII though they are not (U+0130, U+212A), or whose lowercase
+  changes length, send the scan to the Unicode-aware Python path, word by
+  word where needed, with the same result.
+- Words are what ``analysis.WORD_RE`` finds in the raw body (the engines' ``\\w``: letters,
+  digits, connectors, then marks too), as the engine cuts them (``word_runs``): a control
+  character inside a word splits it. (The first shaper looked
   for words after cleaning, where a dropped control character joined the two
   halves into a word the engine never indexed; that is the one case where
   snippets differ from it.)
@@ -38,19 +44,25 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import AnyStr
 
-from scopegate.search.analysis import WORD_RE
+from scopegate.search.analysis import WORD_CHAR, WORD_RE, WORD_START
 from scopegate.text import clean_head, clean_tail
+
+NativeScan = Callable[[str, tuple[bytes, ...], int], int]
+first_start: NativeScan | None
+try:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
+    from scopegate.search._wordscan import first_start
+except ImportError:  # pragma: no cover - an install without a C compiler
+    first_start = None
 
 Analyzer = Callable[[str], list[str]]
 ELLIPSIS = "…"
 # Chunks grow from 1 KB to 32 KB: an early match costs little, a long scan few chunk round trips.
 FIRST_CHUNK_CHARS = 1024
 MAX_CHUNK_CHARS = 32768
-_WORD_CHAR = re.compile(r"\w")
-_WORD_RUN = re.compile(r"\w*")
+_WORD_CHAR = re.compile(WORD_CHAR)
+_WORD_RUN = re.compile(f"{WORD_CHAR}*")
+_WORD_START_CHAR = re.compile(WORD_START)
 _BACK_STEP = 64
-# Compiled needle regexes kept per process (a few KB each): a workload's vocabulary of query terms.
-NEEDLE_REGEX_CACHE = 8192
 # The only characters outside ASCII whose lowercase is (or holds) an ASCII letter.
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 
@@ -99,20 +111,20 @@ class TermFinder:
         self.needles = tuple(sorted(n for n in needles if not any(o != n and n.startswith(o) for o in needles)))
         self._overlap = max((len(n) for n in self.needles), default=1) - 1
 
-    # One regex per needle finds its places that no ASCII word character precedes, in C: the Python
-    # loop only sees token starts (a needle of one or two letters occurs thousands of times in 30 KB).
-    # Compiled once per needle for the process (a query's needles mostly recur across queries, while a
-    # regex of a whole query's needles would be compiled anew for almost every query: that compile
-    # cost more than the scan), and only when a body needs a scan: short bodies never pay for it.
+    # Each needle's places that no ASCII word character precedes are found in C. A needle of three
+    # or more characters is a literal for ``find`` (CPython's fast search: no compile, and such
+    # needles rarely sit inside words); a shorter one occurs thousands of times in 30 KB, mostly
+    # inside words, so a regex with a lookbehind skips those in C. The short needles are few (at
+    # most 37 + 37**2 ASCII ones), so their compiled regexes stay cached for the process.
     @cached_property
-    def _patterns(self) -> tuple[re.Pattern[str], ...]:
-        return tuple(_needle_regex(n) for n in self.needles)
+    def _searches(self) -> tuple[_Place[str], ...]:
+        return tuple(_place_finder(n) for n in self.needles)
 
     @cached_property
-    def _byte_patterns(self) -> tuple[re.Pattern[bytes], ...] | None:
+    def _byte_searches(self) -> tuple[_Place[bytes], ...] | None:
         if not all(n.isascii() for n in self.needles):
             return None
-        return tuple(_needle_byte_regex(n) for n in self.needles)
+        return tuple(_place_finder(n.encode("ascii")) for n in self.needles)
 
     def _hit(self, word: str) -> bool:
         hit = self._memo.get(word)
@@ -121,11 +133,29 @@ class TermFinder:
             self._memo[word] = hit
         return hit
 
+    @cached_property
+    def _native_needles(self) -> tuple[bytes, ...] | None:
+        """The needles for the C scan, when it is built and they are all ASCII (then None: Python)."""
+        if first_start is None or not self.needles or not all(n.isascii() for n in self.needles):
+            return None
+        return tuple(n.encode("ascii") for n in self.needles)
+
     def first_match(self, text: str) -> int | None:
         """Offset in ``text`` of the first character of the first matching word, or None."""
         if not self.needles:
             return None
         pos = 0
+        native = self._native_needles
+        if native is not None and first_start is not None:
+            while True:
+                at = first_start(text, native, pos)
+                if at == -1:
+                    return None
+                if at == -2:  # a character that lowercases to ASCII: the Unicode-aware scan goes on
+                    break
+                found, pos = self._check_start(text, at)
+                if found is not None:
+                    return found
         size = FIRST_CHUNK_CHARS
         while pos < len(text):
             end = min(len(text), pos + size)
@@ -140,16 +170,16 @@ class TermFinder:
     def _scan_chunk(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
         segment = text[pos : end + self._overlap]
         if segment.isascii():  # a flag of the string: lowercasing is a byte loop
-            return self._scan_lowered(text, pos, end, segment.lower(), self._patterns)
-        if self._byte_patterns is not None and not any(c in segment for c in _LOWERS_TO_ASCII):
+            return self._scan_lowered(text, pos, end, segment.lower(), self._searches)
+        if self._byte_searches is not None and not any(c in segment for c in _LOWERS_TO_ASCII):
             # ASCII needles only meet ASCII letters: Latin-1 bytes (anything else becomes "?") keep
             # one byte per character, and lowercasing bytes is 3x faster than str.lower on such text.
             lowered_bytes = segment.encode("latin-1", "replace").lower()
-            return self._scan_lowered(text, pos, end, lowered_bytes, self._byte_patterns)
+            return self._scan_lowered(text, pos, end, lowered_bytes, self._byte_searches)
         lowered = segment.lower()
         if len(lowered) != len(segment):  # offsets in the lowered text would not be offsets in the text
             return self._scan_words(text, pos, end)
-        return self._scan_lowered(text, pos, end, lowered, self._patterns)
+        return self._scan_lowered(text, pos, end, lowered, self._searches)
 
     def _check(self, text: str, at: int) -> tuple[int | None, int]:
         """(start of the word at ``at`` if it matches, where to look next)."""
@@ -169,7 +199,7 @@ class TermFinder:
         return (at if self._hit(text[at:stop]) else None), stop
 
     def _scan_lowered(
-        self, text: str, pos: int, end: int, lowered: AnyStr, patterns: Sequence[re.Pattern[AnyStr]]
+        self, text: str, pos: int, end: int, lowered: AnyStr, searches: Sequence[_Place[AnyStr]]
     ) -> tuple[int | None, int]:
         """Needle places in order, words checked at token starts (``lowered`` is ``text[pos:]`` lowered).
 
@@ -178,24 +208,24 @@ class TermFinder:
         """
         bound = end - pos  # a needle must start before the chunk's end
         waiting: list[tuple[int, int]] = []
-        for k, pattern in enumerate(patterns):
-            match = pattern.search(lowered)
-            if match is not None and match.start() < bound:
-                waiting.append((match.start(), k))
+        for k, search in enumerate(searches):
+            i = search(lowered, 0, bound)
+            if i >= 0:
+                waiting.append((i, k))
         heapq.heapify(waiting)
         resume = pos
         while waiting:
             i, k = heapq.heappop(waiting)
             if pos + i >= resume:  # not inside the word just checked
                 before = text[pos - 1 : pos] if not i else ""
-                # The pattern cannot see the character before the segment.
+                # The search cannot see the character before the segment.
                 if not (before.isascii() and (before.isalnum() or before == "_")):
                     found, resume = self._check_start(text, pos + i)
                     if found is not None:
                         return found, resume
-            match = patterns[k].search(lowered, max(i + 1, resume - pos))
-            if match is not None and match.start() < bound:
-                heapq.heappush(waiting, (match.start(), k))
+            i = searches[k](lowered, max(i + 1, resume - pos), bound)
+            if i >= 0:
+                heapq.heappush(waiting, (i, k))
         return None, resume
 
     def _scan_words(self, text: str, pos: int, end: int) -> tuple[int | None, int]:
@@ -210,27 +240,54 @@ class TermFinder:
         return None, resume
 
 
-def _needle_source(needle: str) -> str:
-    """``needle`` where no ASCII word character precedes it (the lookbehind after the needle).
-
-    The lookbehind comes after the needle so the pattern starts with a literal: the regex
-    engine then skips to the needle's first character in C.
-    """
-    return f"{re.escape(needle)}(?<![0-9a-z_]{'.' * len(needle)})"
+# Where a needle next starts in a lowered text, at or after ``start`` and before ``bound``, with no
+# ASCII word character just before it (inside the text); -1 when nowhere.
+_Place = Callable[[AnyStr, int, int], int]
 
 
-@lru_cache(maxsize=NEEDLE_REGEX_CACHE)
-def _needle_regex(needle: str) -> re.Pattern[str]:
-    return re.compile(_needle_source(needle), re.DOTALL)
+# ASCII word characters as a lowered text has them, as one-character str and bytes.
+_ASCII_WORD = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_")
+_ASCII_WORD_BYTES = frozenset("0123456789abcdefghijklmnopqrstuvwxyz_".encode("ascii"))
+SHORT_NEEDLE = 2  # needles of up to this many characters are searched with a regex
 
 
-@lru_cache(maxsize=NEEDLE_REGEX_CACHE)
-def _needle_byte_regex(needle: str) -> re.Pattern[bytes]:
-    return re.compile(_needle_source(needle).encode("ascii"), re.DOTALL)
+def _place_finder(needle: AnyStr) -> _Place[AnyStr]:
+    if len(needle) <= SHORT_NEEDLE:
+        return _short_needle_search(needle)
+    return _literal_search(needle)
+
+
+def _literal_search(needle: AnyStr) -> _Place[AnyStr]:
+    word: frozenset[object] = _ASCII_WORD_BYTES if isinstance(needle, bytes) else _ASCII_WORD
+    tail = len(needle) - 1
+
+    def place(lowered: AnyStr, start: int, bound: int) -> int:
+        stop = min(len(lowered), bound + tail)
+        i = lowered.find(needle, start, stop)
+        while i > 0 and lowered[i - 1] in word:
+            i = lowered.find(needle, i + 1, stop)
+        return i
+
+    return place
+
+
+@lru_cache(maxsize=4 * 37 * 37)
+def _short_needle_search(needle: AnyStr) -> _Place[AnyStr]:
+    # The lookbehind comes after the needle so the pattern starts with a literal: the regex engine
+    # then skips to the needle's first character in C.
+    text = needle if isinstance(needle, str) else needle.decode("ascii")
+    source = f"{re.escape(text)}(?<![0-9a-z_]{'.' * len(needle)})"
+    pattern = re.compile(source if isinstance(needle, str) else source.encode("ascii"), re.DOTALL)
+
+    def place(lowered: AnyStr, start: int, bound: int) -> int:
+        match = pattern.search(lowered, start)
+        return match.start() if match is not None and match.start() < bound else -1
+
+    return place
 
 
 def _word_start(text: str, at: int) -> int:
-    """Start of the run of word characters that ends at (or holds) ``text[at]``."""
+    """Start of the word that ends at (or holds) ``text[at]``."""
     low = at
     step = _BACK_STEP
     while low > 0:
@@ -238,10 +295,17 @@ def _word_start(text: str, at: int) -> int:
         run = _WORD_RUN.match(text[begin:low][::-1])
         length = run.end() if run else 0
         if length < low - begin:
-            return low - length
+            return _past_marks(text, low - length, at)
         low = begin
         step *= 4
-    return 0
+    return _past_marks(text, 0, at)
+
+
+def _past_marks(text: str, start: int, at: int) -> int:
+    """``start`` moved past combining marks that open the run: a mark continues a word, never starts one."""
+    while start < at and not _WORD_START_CHAR.match(text, start):
+        start += 1
+    return start
 
 
 def _word_at(text: str, at: int) -> tuple[int, int] | None:
@@ -265,19 +329,30 @@ class SnippetSource:
     after_whole: bool = False
 
 
+# Beyond this many raw characters the head is cleaned only when a snippet needs it.
+LONG_TEXT_CHARS = 4096
+
+
 def prepare(text: str, finder: TermFinder, limit: int, *, shorter: bool = False) -> SnippetSource:
     """Clean what snippets of up to ``limit`` characters of ``text`` need, and nothing more.
 
     A body that fits ``limit`` whole is its own snippet and is not searched, unless ``shorter``
     snippets will be cut from it too (the shrink rounds): they open at its first match."""
-    head, head_whole = clean_head(text, 0, limit + 1)
-    if head_whole and len(head) <= limit and not shorter:
-        return SnippetSource(limit, head, True)
+    if len(text) <= LONG_TEXT_CHARS or shorter:
+        head, head_whole = clean_head(text, 0, limit + 1)
+        if head_whole and len(head) <= limit and not shorter:
+            return SnippetSource(limit, head, True)
+    else:
+        head, head_whole = "", False  # cleaned only if no word matches (below)
     at = finder.first_match(text)
     if at is None:
+        if len(text) > LONG_TEXT_CHARS and not shorter:
+            head, head_whole = clean_head(text, 0, limit + 1)
         return SnippetSource(limit, head, head_whole)
     before, from_start = clean_tail(text, at, limit // 5 + 1)
     after, after_whole = clean_head(text, at, limit + 1)
+    if after_whole and not head:  # the cleaned body may be short after all: the head decides
+        head, head_whole = clean_head(text, 0, limit + 1)
     return SnippetSource(limit, head, head_whole, before, from_start, after, after_whole)
 
 

@@ -78,7 +78,10 @@ def test_twine_check_and_what_the_dists_contain(dist: dict[str, Path]) -> None:
         "scopegate/engines/launchers/opensearch-knn/pom.xml",
         "scopegate/examples/orders/openapi.json",
         "scopegate/py.typed",
+        "scopegate/search/_wordscan.pyi",
     } <= names
+    # The C scan is compiled into this interpreter's wheel (a platform wheel: one per Python version).
+    assert [n for n in names if n.startswith("scopegate/search/_wordscan.cpython-") and n.endswith(".so")]
     assert not [n for n in names if "/target/" in n or n.endswith(".jar")]
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     assert metadata["License-Expression"] == "Apache-2.0"
@@ -87,7 +90,14 @@ def test_twine_check_and_what_the_dists_contain(dist: dict[str, Path]) -> None:
     assert metadata["Requires-Python"] == ">=3.11"
     with tarfile.open(dist["sdist"]) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
-    assert {"LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml", f"src/{launcher}pom.xml"} <= members
+    assert {
+        "LICENSE",
+        "CHANGELOG.md",
+        "README.md",
+        "pyproject.toml",
+        f"src/{launcher}pom.xml",
+        "src/scopegate/search/_wordscan.c",
+    } <= members
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -100,8 +110,17 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
         pytest.skip(message)
     venv = tmp_path / "venv"
     assert _run([python, "-m", "venv", str(venv)]).returncode == 0
+    vpython = str(venv / "bin" / "python")
+    wheel = dist["wheel"]
+    if version != f"{sys.version_info[0]}.{sys.version_info[1]}":
+        # The wheel holds a C extension built for one Python: other versions get theirs from the sdist,
+        # as a release job builds one wheel per version.
+        built = _run([vpython, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "w"), str(dist["sdist"])])
+        assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+        (wheel,) = (tmp_path / "w").glob("scopegate-*.whl")
+        assert f"-cp{version.replace('.', '')}-" in wheel.name, wheel.name
     # pip's default cache (~/.cache/pip) is reused: only a first run downloads.
-    installed = _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(dist["wheel"])], timeout=900)
+    installed = _run([vpython, "-m", "pip", "install", "-q", str(wheel)], timeout=900)
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     scopegate = str(venv / "bin" / "scopegate")
     scratch = tmp_path / "tmp"
@@ -112,9 +131,13 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
 
     shown = _run([scopegate, "--version"], **run)
     assert shown.returncode == 0 and shown.stdout.strip() == "scopegate 0.1.0"
-    where = _run([str(venv / "bin" / "python"), "-c", "import scopegate; print(scopegate.__file__)"], **run)
+    where = _run([vpython, "-c", "import scopegate; print(scopegate.__file__)"], **run)
     package = Path(where.stdout.strip()).parent
     assert package.is_relative_to(venv), package  # the installed copy, not the checkout
+    native = _run(
+        [vpython, "-c", "from scopegate.search import snippet; print(snippet.first_start is not None)"], **run
+    )
+    assert native.stdout.strip() == "True", native.stdout + native.stderr  # the C scan, not the fallback
 
     demo = _run([scopegate, "demo"], **run)
     assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]

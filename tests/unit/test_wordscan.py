@@ -1,0 +1,195 @@
+"""The C scan for snippets' first match (scopegate/search/_wordscan.c) against its definition.
+
+``first_start`` must give exactly what its docstring says for str objects of every storage width
+(1, 2 and 4 bytes per character), and a TermFinder must find the same first match with the C scan
+as with the pure-Python scan it replaces when no compiler was there at install time.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_shaper_bounded import WORDS, bodies, queries
+
+from scopegate.search import snippet as snippet_module
+from scopegate.search.analysis import _python_word_runs, analyze, unique_terms, word_runs
+from scopegate.search.snippet import TermFinder
+from scopegate.search.word_marks import UNICODE_VERSION, WORD_MARKS
+
+FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+_ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
+LOWERS_TO_ASCII = ("\u0130", "\u212a")
+
+
+def first_start() -> object:
+    from scopegate.search._wordscan import first_start as native
+
+    return native
+
+
+def ref_first_start(text: str, needles: tuple[bytes, ...], start: int) -> int:
+    """The definition, one position at a time."""
+    wanted = [n.decode("ascii") for n in needles]
+    for i in range(max(0, start), len(text)):
+        if text[i] in LOWERS_TO_ASCII:
+            return -2
+        if i > 0 and _ASCII_WORD.match(text[i - 1]):
+            continue
+        for n in wanted:
+            piece = text[i : i + len(n)]
+            if len(piece) == len(n) and piece.isascii() and piece.lower() == n:
+                return i
+    return -1
+
+
+def test_the_c_scan_is_built_and_used() -> None:
+    # The dev install compiles it; a silent fallback would leave the fast path untested.
+    from scopegate.search import _wordscan
+
+    assert snippet_module.first_start is _wordscan.first_start
+
+
+TEXT_PARTS = st.sampled_from(
+    [*WORDS, " ", "_", "-", "x", "Xo", "oX", "9", "é", "’", "😀", "\u0130", "\u212a", "ß", "\n", "\x00", "ÄB", "AB"]
+)
+NEEDLES = st.lists(
+    st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789_"), min_size=1, max_size=6), min_size=1, max_size=8
+)
+
+
+@given(st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 400))
+@FAST
+def test_first_start_follows_its_definition(parts: list[str], needles: list[str], start: int) -> None:
+    text = "".join(parts)
+    encoded = tuple(n.encode("ascii") for n in needles)
+    native = first_start()
+    assert native(text, encoded, start) == ref_first_start(text, encoded, start)  # type: ignore[operator]
+    # The same text stored 2 and 4 bytes wide (a wider character appended, out of every needle's reach).
+    for wide in ("\u0101", "\U0001f600"):
+        assert native(text + " " + wide, encoded, start) == ref_first_start(text + " " + wide, encoded, start)  # type: ignore[operator]
+
+
+def test_first_start_on_texts_long_enough_to_let_go_of_the_gil() -> None:
+    native = first_start()
+    text = "lorem ipsum " * 200_000 + "Refund"
+    assert native(text, (b"refun",), 0) == len(text) - 6  # type: ignore[operator]
+    assert native(text, (b"zzz",), 0) == -1  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (("text", [b"ab"], 0), TypeError),
+        ((b"text", (b"ab",), 0), TypeError),
+        (("text", ("ab",), 0), TypeError),
+        (("text", (b"",), 0), TypeError),
+        (("text", (), 0), ValueError),
+        (("text", tuple(b"a" for _ in range(65)), 0), ValueError),
+        (("text", (b"Ab",), 0), ValueError),
+        (("text", ("é".encode(),), 0), ValueError),
+        (("text", (b"ab",), "0"), TypeError),
+        (("text", (b"ab",)), TypeError),
+    ],
+)
+def test_first_start_refuses_what_it_was_not_built_for(args: tuple[object, ...], error: type[Exception]) -> None:
+    with pytest.raises(error):
+        first_start()(*args)  # type: ignore[operator]
+
+
+def _python_only(finder: TermFinder) -> TermFinder:
+    finder.__dict__["_native_needles"] = None  # the cached property, as without the extension
+    return finder
+
+
+@given(bodies(), queries)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_term_finder_finds_the_same_first_match_with_either_scan(body: str, query: str) -> None:
+    terms = unique_terms(query)
+    native = TermFinder(terms, analyze).first_match(body)
+    assert native == _python_only(TermFinder(terms, analyze)).first_match(body)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "\u212aelvin then refund",  # a character lowercasing to ASCII before the match: the Python scan decides
+        "refund \u212aelvin",
+        "a refund " + "\u0130" * 3,
+        "x" * 5000 + " \u0130stanbul refund",
+        "refunds_pending and then refunds",
+    ],
+)
+def test_characters_lowercasing_to_ascii_hand_over_to_the_python_scan(body: str) -> None:
+    for query in ("refund", "kelvin", "istanbul"):
+        terms = unique_terms(query)
+        assert TermFinder(terms, analyze).first_match(body) == _python_only(TermFinder(terms, analyze)).first_match(
+            body
+        )
+
+
+# -- word_runs: the words the engine's catch-all field is cut into ---------------------------------------
+@given(st.text(max_size=400))
+@FAST
+def test_word_runs_in_c_equals_the_python_fallback(text: str) -> None:
+    from scopegate.search._wordscan import word_runs
+
+    assert word_runs(text) == _python_word_runs(text)
+    assert word_runs(text + "\U0001f600") == _python_word_runs(text)  # stored 4 bytes wide
+    assert word_runs(text + "\u0101") == _python_word_runs(text + "\u0101")  # 2 bytes wide
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("", ""),
+        ("  ,;  ", ""),
+        ("card_declined E4012: retry!", "card_declined E4012 retry"),
+        ("Ünïcødé  straße\tİstanbul\u212a", "Ünïcødé straße İstanbul\u212a"),
+        ("3500mm² ½ and ١٢٣ digits", "3500mm and ١٢٣ digits"),  # decimal digits of any script; no "other numbers"
+        ("می\u200cخواهم", "می\u200cخواهم"),  # a ZWNJ inside a Persian word
+        ("a\u203fb \u2040", "a\u203fb \u2040"),  # connector punctuation, like "_"
+        ("emoji🙂between", "emoji between"),
+        ("cafe\u0301 au lait", "cafe\u0301 au lait"),  # a combining accent stays in its word
+        ("हिन्दी भाषा, ไทย", "हिन्दी भाषा ไทย"),  # vowel signs and viramas too
+        ("⚠️ warning", "warning"),  # a variation selector alone is no word (Rust's \w made it one)
+    ],
+)
+def test_word_runs_examples(text: str, words: str) -> None:
+    from scopegate.search._wordscan import word_runs
+
+    assert word_runs(text) == words
+
+
+def test_word_runs_refuses_what_is_not_text() -> None:
+    from scopegate.search._wordscan import word_runs
+
+    with pytest.raises(TypeError):
+        word_runs(b"bytes")  # type: ignore[arg-type]
+
+
+def test_the_word_tables_are_this_pythons_unicode() -> None:
+    import importlib.util
+    import unicodedata
+    from pathlib import Path
+
+    from scopegate.search import word_marks
+
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        pytest.fail(f"regenerate with scripts/gen_word_marks.py: {UNICODE_VERSION} != {unicodedata.unidata_version}")
+    script = Path(__file__).resolve().parents[2] / "scripts" / "gen_word_marks.py"
+    spec = importlib.util.spec_from_file_location("gen_word_marks", script)
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    for name, ranges in generator.tables().items():
+        assert tuple(ranges) == getattr(word_marks, name), name
+    # The C tables are the same: every 5th code point of each table, in both storage widths.
+    for a, b in WORD_MARKS[::5]:
+        assert word_runs(f"a{chr(a)}b") == f"a{chr(a)}b" and word_runs(f" {chr(b)}b") == "b", hex(a)
+    for a, _ in word_marks.OTHER_NUMBERS[::5]:
+        assert word_runs(f"a{chr(a)}b") == "a b", hex(a)
+    for a, _ in word_marks.WORD_CONNECTORS:
+        assert word_runs(f"{chr(a)}b") == f"{chr(a)}b", hex(a)
