@@ -12,7 +12,7 @@ $(BIN)/python:
 
 # Stamps re-run the install only when pyproject.toml or the C extension's source changes (the editable
 # install compiles src/scopegate/search/_wordscan.c in place).
-NATIVE := src/scopegate/search/_wordscan.c
+NATIVE := src/scopegate/search/_wordscan.c src/scopegate/search/_word_marks.h
 
 $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install -q -e .

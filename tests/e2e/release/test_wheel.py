@@ -97,6 +97,7 @@ def test_twine_check_and_what_the_dists_contain(dist: dict[str, Path]) -> None:
         "pyproject.toml",
         f"src/{launcher}pom.xml",
         "src/scopegate/search/_wordscan.c",
+        "src/scopegate/search/_word_marks.h",
     } <= members
 
 
