@@ -114,8 +114,8 @@ class IndexLayout:
 
     ``words_tokenized``: whether the catch-all field is fed :func:`~scopegate.search.analysis.word_runs`
     output and split by the whitespace tokenizer (``scopegate_en_words``) instead of tantivy's regex
-    tokenizer (``scopegate_en``): the same words for all but a few exotic characters (Python's and
-    Rust's ``\\w`` differ on some marks and numerals), at a fifth of the analysis cost. Older indexes
+    tokenizer (``scopegate_en``): the same words but for a mark standing alone (no word any more)
+    and Unicode-version differences, at a fifth of the analysis cost. Older indexes
     keep the regex tokenizer; ``scopegate migrate`` rebuilds one with the new layout.
     """
 

@@ -56,28 +56,26 @@ def word_runs(text: str) -> str:
     return _native_word_runs(text)
 
 
-def make_analyzer() -> tantivy.TextAnalyzer:
-    """Regex word tokenizer, long-token removal, lowercase, English stopwords, English stemmer."""
+def _english(tokenizer: tantivy.Tokenizer) -> tantivy.TextAnalyzer:
+    """``tokenizer``, then long-token removal, lowercase, English stopwords, English stemmer."""
     return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(WORD_PATTERN))
+        tantivy.TextAnalyzerBuilder(tokenizer)
         .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
         .filter(tantivy.Filter.lowercase())
         .filter(tantivy.Filter.stopword("english"))
         .filter(tantivy.Filter.stemmer("english"))
         .build()
     )
+
+
+def make_analyzer() -> tantivy.TextAnalyzer:
+    """The regex word tokenizer and the English filters (indexes written before the words analyser)."""
+    return _english(tantivy.Tokenizer.regex(WORD_PATTERN))
 
 
 def make_words_analyzer() -> tantivy.TextAnalyzer:
-    """:func:`make_analyzer`'s filters after the whitespace tokenizer: for :func:`word_runs` output."""
-    return (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
-        .filter(tantivy.Filter.remove_long(MAX_TOKEN_CHARS))
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.stopword("english"))
-        .filter(tantivy.Filter.stemmer("english"))
-        .build()
-    )
+    """The same filters after the whitespace tokenizer: for :func:`word_runs` output."""
+    return _english(tantivy.Tokenizer.whitespace())
 
 
 def stored_only_analyzer() -> tantivy.TextAnalyzer:
