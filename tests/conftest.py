@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,17 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Run with SIGINT at its default even when the launcher ignores it.
+
+    A job started in the background of a non-interactive shell (or under nohup) inherits SIGINT ignored, and
+    every child keeps it ignored across exec: the Ctrl-C tests would then send a signal nobody receives and
+    time out. The commands are right to keep an ignored SIGINT ignored; the tests need one that is not.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def shared_data(*parts: str) -> Path:
