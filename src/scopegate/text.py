@@ -5,11 +5,14 @@ compact line. Besides cleaning a whole string, :func:`clean_head` and
 :func:`clean_tail` clean only as much of a long string as a caller needs:
 the cleaned form of any slice is a substring of the cleaned whole, so a window
 can be cut from a 100 KB body by cleaning a few hundred characters of it.
+The two are C functions when the extension is built (scopegate.search._wordscan);
+``python_clean_head``/``python_clean_tail`` are the reference and the fallback.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 # Control characters that are not whitespace: C0 except \t \n \v \f \r and
@@ -33,7 +36,7 @@ def clean_text(text: str) -> str:
     return " ".join((CONTROL_RE.sub("", text) if has_controls(text) else text).split())
 
 
-def clean_head(text: str, start: int, need: int) -> tuple[str, bool]:
+def python_clean_head(text: str, start: int, need: int) -> tuple[str, bool]:
     """The cleaned text from ``text[start]`` on: at least ``need`` characters, or all of it.
 
     Returns ``(cleaned, whole)``; ``cleaned`` is a prefix of
@@ -53,7 +56,7 @@ def clean_head(text: str, start: int, need: int) -> tuple[str, bool]:
         size *= 4
 
 
-def clean_tail(text: str, end: int, need: int) -> tuple[str, bool]:
+def python_clean_tail(text: str, end: int, need: int) -> tuple[str, bool]:
     """The cleaned text just before ``text[end]``, which must be a kept, non-space character.
 
     Returns ``(cleaned, from_start)``: ``cleaned`` ends where ``text[end]``
@@ -71,6 +74,15 @@ def clean_tail(text: str, end: int, need: int) -> tuple[str, bool]:
         if len(out) >= need:
             return out, False
         size *= 4
+
+
+Cleaner = Callable[[str, int, int], tuple[str, bool]]
+clean_head: Cleaner
+clean_tail: Cleaner
+try:  # the same contracts in one C pass each (no slice, split or join): a snippet window costs ~1 us, not ~6
+    from scopegate.search._wordscan import clean_head, clean_tail
+except ImportError:  # pragma: no cover - an install without a C compiler
+    clean_head, clean_tail = python_clean_head, python_clean_tail
 
 
 def preview(value: Any, limit: int = 40) -> str:

@@ -14,14 +14,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_shaper_bounded import WORDS, bodies, queries
 
+import scopegate.text
 from scopegate.search import snippet as snippet_module
-from scopegate.search.analysis import _python_word_runs, analyze, unique_terms, word_runs
+from scopegate.search.analysis import WORD_CHAR, _python_word_runs, analyze, unique_terms, word_runs
 from scopegate.search.snippet import TermFinder
 from scopegate.search.word_marks import UNICODE_VERSION, WORD_MARKS
 
 FAST = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _ASCII_WORD = re.compile(r"[0-9A-Za-z_]")
 LOWERS_TO_ASCII = ("\u0130", "\u212a")
+WORD_RUN = re.compile(f"{WORD_CHAR}*")  # the word a candidate opens (snippet._WORD_RUN)
 
 
 def first_start() -> object:
@@ -50,6 +52,7 @@ def test_the_c_scan_is_built_and_used() -> None:
     from scopegate.search import _wordscan
 
     assert snippet_module.first_start is _wordscan.first_start
+    assert scopegate.text.clean_head is _wordscan.clean_head and scopegate.text.clean_tail is _wordscan.clean_tail
 
 
 TEXT_PARTS = st.sampled_from(
@@ -72,6 +75,78 @@ def test_first_start_follows_its_definition(parts: list[str], needles: list[str]
         assert native(text + " " + wide, encoded, start) == ref_first_start(text + " " + wide, encoded, start)  # type: ignore[operator]
 
 
+def ref_first_start_past(
+    text: str,
+    needles: tuple[bytes, ...],
+    start: int,
+    misses: set[str],
+    word_terms: dict[str, tuple[str, ...]] | None = None,
+    wanted: frozenset[str] = frozenset(),
+) -> int:
+    """first_start with known words: a candidate whose word is a known miss, or is analysed already
+    and has no wanted term, is passed over."""
+    while True:
+        at = ref_first_start(text, needles, start)
+        if at < 0 or (at > 0 and not text[at - 1].isascii()):
+            return at
+        word = WORD_RUN.match(text, at)
+        assert word is not None
+        terms = (word_terms or {}).get(word.group(0))
+        passed = word.group(0) in misses or (terms is not None and not set(terms) & wanted)
+        if not passed:
+            return at
+        start = word.end()
+
+
+@given(st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 200), st.data())
+@FAST
+def test_first_start_settles_words_it_knows_the_terms_of(
+    parts: list[str], needles: list[str], start: int, data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    encoded = tuple(n.encode("ascii") for n in needles)
+    words = sorted({m.group(0) for m in WORD_RUN.finditer(text) if m.group(0)})
+    known = data.draw(st.lists(st.sampled_from(words), unique=True)) if words else []
+    word_terms = {w: tuple(analyze(w)) for w in known}
+    wanted = frozenset(data.draw(st.lists(st.sampled_from([t for w in known for t in word_terms[w]] or ["x"]))))
+    misses = set(data.draw(st.lists(st.sampled_from(words), unique=True))) if words else set()
+    native = first_start()
+    for wide in ("", " \u0101", " \U0001f600"):
+        expected = ref_first_start_past(text + wide, encoded, start, misses, word_terms, wanted)
+        assert native(text + wide, encoded, start, misses, word_terms, wanted) == expected  # type: ignore[operator]
+        assert native(text + wide, encoded, start, None, word_terms, set(wanted)) == ref_first_start_past(  # type: ignore[operator]
+            text + wide, encoded, start, set(), word_terms, wanted
+        )
+
+
+@given(st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 400), st.data())
+@FAST
+def test_first_start_passes_over_known_misses(
+    parts: list[str], needles: list[str], start: int, data: st.DataObject
+) -> None:
+    text = "".join(parts)
+    encoded = tuple(n.encode("ascii") for n in needles)
+    words = sorted({m.group(0) for m in WORD_RUN.finditer(text) if m.group(0)})
+    misses = set(data.draw(st.lists(st.sampled_from(words), unique=True))) if words else set()
+    native = first_start()
+    for wide in ("", " \u0101", " \U0001f600"):
+        expected = ref_first_start_past(text + wide, encoded, start, misses)
+        assert native(text + wide, encoded, start, misses) == expected  # type: ignore[operator]
+        assert native(text + wide, encoded, start, frozenset(misses)) == expected  # type: ignore[operator]
+    assert native(text, encoded, start, None) == ref_first_start(text, encoded, start)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("wide", ["", "\u0101", "\U0001f600"], ids=["1-byte", "2-byte", "4-byte"])
+def test_first_start_at_every_place_around_the_16_character_blocks(wide: str) -> None:
+    native = first_start()
+    for before in ("", " ", "x", "_", "é", "-", "\u0130"):
+        for offset in range(0, 40):
+            text = wide + "." * offset + before + "Refund ok"
+            for start in (0, 1, 15, 16, 17, len(wide) + offset):
+                got = native(text, (b"refun", b"ok"), start)  # type: ignore[operator]
+                assert got == ref_first_start(text, (b"refun", b"ok"), start), (before, offset, start)
+
+
 def test_first_start_on_texts_long_enough_to_let_go_of_the_gil() -> None:
     native = first_start()
     text = "lorem ipsum " * 200_000 + "Refund"
@@ -92,6 +167,11 @@ def test_first_start_on_texts_long_enough_to_let_go_of_the_gil() -> None:
         (("text", ("é".encode(),), 0), ValueError),
         (("text", (b"ab",), "0"), TypeError),
         (("text", (b"ab",)), TypeError),
+        (("text", (b"ab",), 0, ["ab"]), TypeError),
+        (("text", (b"ab",), 0, None, {}, None), TypeError),
+        (("text", (b"ab",), 0, None, None, {"ab"}), TypeError),
+        (("text", (b"ab",), 0, None, [], {"ab"}), TypeError),
+        (("text", (b"ab",), 0, None, {}, {"ab"}, None), TypeError),
     ],
 )
 def test_first_start_refuses_what_it_was_not_built_for(args: tuple[object, ...], error: type[Exception]) -> None:
@@ -128,6 +208,77 @@ def test_characters_lowercasing_to_ascii_hand_over_to_the_python_scan(body: str)
         assert TermFinder(terms, analyze).first_match(body) == _python_only(TermFinder(terms, analyze)).first_match(
             body
         )
+
+
+@given(st.lists(TEXT_PARTS | st.text(max_size=5), max_size=40), st.data())
+@FAST
+def test_word_end_is_the_word_run_regex(parts: list[str], data: st.DataObject) -> None:
+    from scopegate.search._wordscan import word_end
+
+    text = "".join(parts)
+    for wide in ("", " \u0101", " \U0001f600"):
+        at = data.draw(st.integers(0, len(text + wide)))
+        assert word_end(text + wide, at) == WORD_RUN.match(text + wide, at).end()  # type: ignore[union-attr]
+    with pytest.raises(ValueError):
+        word_end(text, len(text) + 1)
+
+
+# -- clean_head / clean_tail in C: the Python contracts (test_shaper_bounded.py), the same strings --------
+def test_native_cleaning_of_every_low_code_point_equals_the_python_rule() -> None:
+    from scopegate.search._wordscan import clean_head, clean_tail
+
+    text = "".join(chr(c) + "a" for c in range(0x3100))
+    whole = scopegate.text.clean_text(text)
+    assert clean_head(text, 0, len(text)) == (whole, True)
+    assert clean_tail(text, len(text) - 1, len(text)) == (whole[:-1], True)
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "need", "expected"),
+    [
+        ("", 0, 5, ("", True)),
+        ("   ", 1, 5, ("", True)),
+        ("a  b", 0, 0, ("", False)),
+        ("a  b", 0, 1, ("a", False)),
+        ("a  b", 0, 2, ("a b", True)),  # the space comes with the character after it
+        ("a \x00 b\x07c  \n", 0, 10, ("a bc", True)),
+        ("x" * 1000 + "   ", 10, 5, ("xxxxx", False)),
+        ("abc   \n\t ", 0, 3, ("abc", True)),  # only whitespace after it: that is all
+    ],
+)
+def test_native_clean_head_examples(text: str, start: int, need: int, expected: tuple[str, bool]) -> None:
+    from scopegate.search._wordscan import clean_head
+
+    assert clean_head(text, start, need) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "end", "need", "expected"),
+    [
+        ("x", 0, 5, ("", True)),
+        ("   x", 3, 5, ("", True)),
+        ("a \x00 b  x", 7, 10, ("a b ", True)),
+        ("word1 word2 x", 12, 3, ("d2 ", False)),
+        ("word1 word2 x", 12, 6, ("word2 ", False)),
+        ("  ab\x01cd x", 8, 10, ("abcd ", True)),  # only whitespace before it: from the start
+    ],
+)
+def test_native_clean_tail_examples(text: str, end: int, need: int, expected: tuple[str, bool]) -> None:
+    from scopegate.search._wordscan import clean_tail
+
+    assert clean_tail(text, end, need) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [(("t", 0), TypeError), ((b"t", 0, 1), TypeError), (("t", 2, 1), ValueError), (("t", 0, -1), ValueError)],
+)
+def test_native_cleaners_refuse_bad_arguments(args: tuple[object, ...], error: type[Exception]) -> None:
+    from scopegate.search._wordscan import clean_head, clean_tail
+
+    for clean in (clean_head, clean_tail):
+        with pytest.raises(error):
+            clean(*args)  # type: ignore[arg-type]
 
 
 # -- word_runs: the words the engine's catch-all field is cut into ---------------------------------------

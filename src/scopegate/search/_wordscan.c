@@ -9,6 +9,18 @@
  * and Aho-Corasick packages are case-sensitive. The pure-Python path stays the fallback and the
  * reference (tests/unit/test_wordscan.py holds both to the same answers).
  *
+ * clean_head(text, start, need) -> (str, bool)
+ * clean_tail(text, end, need) -> (str, bool)
+ *   scopegate.text's cleaning (control characters dropped, whitespace runs collapsed to one space,
+ *   none at the ends) of just the part of text a snippet window needs, in one pass with no slice,
+ *   split or join: the contracts are scopegate.text.clean_head's and clean_tail's, which stay the
+ *   fallback (tests/unit/test_shaper_bounded.py holds both to them). clean_head returns `need`
+ *   or `need` + 1 characters, or all of the cleaned rest when it is shorter (and then True).
+ *
+ * word_end(text, at) -> int
+ *   Where the run of word characters (word_runs' rule, continuation marks included) that goes on
+ *   from text[at] ends: re.compile(WORD_CHAR + "*").match(text, at).end(), in 50 ns instead of 1.4 us.
+ *
  * word_runs(text) -> str
  *   The words of text (as the engines' \w finds them; scripts/gen_word_marks.py has the rule and
  *   generates the tables in _word_marks.h), joined by one space, for tantivy's whitespace
@@ -16,12 +28,20 @@
  *   regex calls; this pass and the whitespace split together cost a fifth of that (issue 13). The
  *   Python fallback is " ".join(WORD_RE.findall(text)) (scopegate.search.analysis), the same string.
  *
- * first_start(text, needles, start) -> int
+ * first_start(text, needles, start, known_misses=None, word_terms=None, wanted=None) -> int
  *   needles: tuple of 1..64 non-empty lowercase ASCII bytes objects.
  *   Returns the smallest i >= start where some needle starts, case-insensitively over ASCII,
  *   and text[i - 1] (if i > 0) is not an ASCII letter, digit or underscore; -1 if there is none;
  *   -2 if a character whose lowercase is ASCII but which is not ASCII itself (U+0130, U+212A)
  *   comes first: the caller's Unicode-aware path decides from there.
+ *   known_misses: a set of words the caller has already checked and rejected. A candidate whose
+ *   word (the run of word characters from i, by the rule of word_runs) is in it is passed over,
+ *   and the scan goes on after that word, unless text[i - 1] is not ASCII (a letter there could
+ *   open the word earlier: the caller decides). A body repeats its words, so most candidates are
+ *   settled here instead of by a round trip to Python (about 5 us each).
+ *   word_terms, wanted: a dict of words already analysed (word -> tuple of terms, the caller's
+ *   analyser) and the set of query terms. A candidate whose word is in word_terms is settled here
+ *   too: passed over when none of its terms is wanted, returned when one is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,6 +49,11 @@
 #include <string.h>
 
 #include "_word_marks.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#define HAVE_SSE2 1
+#endif
 
 #define MAX_NEEDLES 64
 #define RELEASE_GIL_CHARS 1000000
@@ -86,25 +111,164 @@ SCAN(Py_UCS1)
 SCAN(Py_UCS2)
 SCAN(Py_UCS4)
 
+#ifdef HAVE_SSE2
+/* The same scan 16 characters at a time (SSE2, in every x86-64 CPU); the loop above finishes the
+ * last few characters and serves other CPUs. Each block is narrowed to 16 bytes that keep ASCII as
+ * it is and turn every other character into a byte no needle starts with and that is no ASCII word
+ * character (128..255 as they are, the rest 0 or 255), so one byte-wise test finds the block's
+ * candidates: a needle's first letter (either case) where no ASCII word character precedes. U+0130
+ * and U+212A get their own mask, in text order with the candidates, as in the loop above. */
+typedef struct {
+    int letters, others;
+    __m128i letter[MAX_NEEDLES]; /* lowercase first letters, compared with the byte | 0x20 */
+    __m128i other[MAX_NEEDLES];  /* digits and '_', compared as they are */
+} Firsts;
+
+static void firsts_of(const Needles *nd, Firsts *f) {
+    f->letters = f->others = 0;
+    for (int c = 0; c < 128; c++) {
+        if (!nd->by_first[c]) continue;
+        if (c >= 'a' && c <= 'z') f->letter[f->letters++] = _mm_set1_epi8((char)c);
+        else f->other[f->others++] = _mm_set1_epi8((char)c);
+    }
+}
+
+static inline __m128i in_range(__m128i x, char low, char span) {
+    __m128i t = _mm_sub_epi8(x, _mm_set1_epi8(low));
+    return _mm_cmpeq_epi8(_mm_min_epu8(t, _mm_set1_epi8(span)), t);
+}
+
+/* Bit j of the result: byte j starts some needle's first letter; *word: byte j is an ASCII word character. */
+static inline unsigned block_masks(__m128i b, const Firsts *f, unsigned *word) {
+    __m128i folded = _mm_or_si128(b, _mm_set1_epi8(0x20)); /* 'A'..'Z' -> 'a'..'z'; no other byte lands there */
+    __m128i first = _mm_setzero_si128();
+    for (int k = 0; k < f->letters; k++) first = _mm_or_si128(first, _mm_cmpeq_epi8(folded, f->letter[k]));
+    for (int k = 0; k < f->others; k++) first = _mm_or_si128(first, _mm_cmpeq_epi8(b, f->other[k]));
+    __m128i w = _mm_or_si128(_mm_or_si128(in_range(b, '0', 9), in_range(folded, 'a', 25)),
+                             _mm_cmpeq_epi8(b, _mm_set1_epi8('_')));
+    *word = (unsigned)_mm_movemask_epi8(w);
+    return (unsigned)_mm_movemask_epi8(first);
+}
+
+static inline __m128i special16(__m128i w) { /* 16-bit lanes holding U+0130 or U+212A */
+    return _mm_or_si128(_mm_cmpeq_epi16(w, _mm_set1_epi16(0x130)), _mm_cmpeq_epi16(w, _mm_set1_epi16(0x212A)));
+}
+
+/* packus saturates: signed 16-bit lanes over 255 become 255, negative ones (U+8000..U+FFFF) 0. */
+#define LOAD_Py_UCS1(p, sp) (*(sp) = 0, _mm_loadu_si128((const __m128i *)(p)))
+#define LOAD_Py_UCS2(p, sp) load_ucs2((p), (sp))
+#define LOAD_Py_UCS4(p, sp) load_ucs4((p), (sp))
+
+static inline __m128i load_ucs2(const Py_UCS2 *p, unsigned *sp) {
+    __m128i a = _mm_loadu_si128((const __m128i *)p), b = _mm_loadu_si128((const __m128i *)(p + 8));
+    *sp = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(special16(a), special16(b)));
+    return _mm_packus_epi16(a, b);
+}
+
+static inline __m128i load_ucs4(const Py_UCS4 *p, unsigned *sp) {
+    /* Code points fit a signed 32-bit lane; packs keeps 0..0x7FFF (U+0130, U+212A included), saturates the rest. */
+    __m128i a = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)p), _mm_loadu_si128((const __m128i *)(p + 4)));
+    __m128i b = _mm_packs_epi32(_mm_loadu_si128((const __m128i *)(p + 8)), _mm_loadu_si128((const __m128i *)(p + 12)));
+    *sp = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(special16(a), special16(b)));
+    return _mm_packus_epi16(a, b);
+}
+
+#define SCAN_SSE2(TYPE)                                                                    \
+    static Py_ssize_t sse2_##TYPE(const TYPE *data, Py_ssize_t size, Py_ssize_t start,     \
+                                  const Needles *nd, const unsigned char *first) {         \
+        Firsts f;                                                                          \
+        firsts_of(nd, &f);                                                                 \
+        unsigned carry = 0; /* the character before the block is an ASCII word character */ \
+        if (start > 0) {                                                                   \
+            Py_UCS4 b = data[start - 1];                                                   \
+            carry = IS_WORD[b < 128 ? b : 128];                                            \
+        }                                                                                  \
+        Py_ssize_t i = start;                                                              \
+        for (; i + 16 <= size; i += 16) {                                                  \
+            unsigned special, word;                                                        \
+            __m128i bytes = LOAD_##TYPE(data + i, &special);                               \
+            unsigned cand = block_masks(bytes, &f, &word) & ~((word << 1) | carry) & 0xFFFFu; \
+            carry = (word >> 15) & 1u;                                                     \
+            unsigned todo = cand | special;                                                \
+            while (todo) {                                                                 \
+                int j = __builtin_ctz(todo);                                               \
+                todo &= todo - 1;                                                          \
+                if ((special >> j) & 1u) return -2;                                        \
+                Py_ssize_t at = i + j;                                                     \
+                uint64_t mask = nd->by_first[LOWER[data[at]]];                             \
+                while (mask) {                                                             \
+                    int k = __builtin_ctzll(mask);                                         \
+                    mask &= mask - 1;                                                      \
+                    Py_ssize_t n = nd->len[k];                                             \
+                    if (at + n > size) continue;                                           \
+                    const char *s = nd->bytes[k];                                          \
+                    Py_ssize_t m = 1;                                                      \
+                    for (; m < n; m++) {                                                   \
+                        Py_UCS4 d = data[at + m];                                          \
+                        if (d >= 128 || LOWER[d] != (unsigned char)s[m]) break;            \
+                    }                                                                      \
+                    if (m == n) return at;                                                 \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+        return i < size ? scan_##TYPE(data, size, i, nd, first) : -1;                      \
+    }
+
+SCAN_SSE2(Py_UCS1)
+SCAN_SSE2(Py_UCS2)
+SCAN_SSE2(Py_UCS4)
+#define SCAN_KIND(TYPE) sse2_##TYPE
+#else
+#define SCAN_KIND(TYPE) scan_##TYPE
+#endif
+
 static Py_ssize_t scan(int kind, const void *data, Py_ssize_t size, Py_ssize_t start, const Needles *nd) {
     unsigned char first[129]; /* 1 where this character, lowercased, begins some needle */
     for (int c = 0; c < 128; c++) first[c] = nd->by_first[LOWER[c]] != 0;
     first[128] = 0;
     switch (kind) {
-        case PyUnicode_1BYTE_KIND: return scan_Py_UCS1((const Py_UCS1 *)data, size, start, nd, first);
-        case PyUnicode_2BYTE_KIND: return scan_Py_UCS2((const Py_UCS2 *)data, size, start, nd, first);
-        default: return scan_Py_UCS4((const Py_UCS4 *)data, size, start, nd, first);
+        case PyUnicode_1BYTE_KIND: return SCAN_KIND(Py_UCS1)((const Py_UCS1 *)data, size, start, nd, first);
+        case PyUnicode_2BYTE_KIND: return SCAN_KIND(Py_UCS2)((const Py_UCS2 *)data, size, start, nd, first);
+        default: return SCAN_KIND(Py_UCS4)((const Py_UCS4 *)data, size, start, nd, first);
     }
 }
 
+static int word_class(Py_UCS4 c);
+
+/* Where the run of word characters from ``at`` ends, by word_runs' rule with marks continuing the
+ * run: for a word that starts at ``at``, the word Python's snippet code cuts there (analysis.WORD_RE). */
+static Py_ssize_t word_end(int kind, const void *data, Py_ssize_t size, Py_ssize_t at) {
+    Py_ssize_t i = at;
+    while (i < size) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 128 ? !IS_WORD[c] : word_class(c) == 0) break;
+        i++;
+    }
+    return i;
+}
+
 static PyObject *first_start(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "first_start(text, needles, start) takes 3 arguments");
+    if (nargs < 3 || nargs > 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "first_start(text, needles, start, known_misses=None, word_terms=None, wanted=None) "
+                        "takes 3 to 6 arguments");
         return NULL;
     }
     PyObject *text = args[0], *tuple = args[1];
     if (!PyUnicode_Check(text) || !PyTuple_Check(tuple)) {
         PyErr_SetString(PyExc_TypeError, "first_start: text must be str and needles a tuple of bytes");
+        return NULL;
+    }
+    PyObject *misses = nargs >= 4 && args[3] != Py_None ? args[3] : NULL;
+    if (misses != NULL && !PyAnySet_Check(misses)) {
+        PyErr_SetString(PyExc_TypeError, "first_start: known_misses must be a set of str or None");
+        return NULL;
+    }
+    PyObject *terms_of = nargs >= 5 && args[4] != Py_None ? args[4] : NULL;
+    PyObject *wanted = nargs == 6 && args[5] != Py_None ? args[5] : NULL;
+    if ((terms_of != NULL && !PyDict_Check(terms_of)) || (wanted != NULL && !PyAnySet_Check(wanted)) ||
+        (terms_of == NULL) != (wanted == NULL)) {
+        PyErr_SetString(PyExc_TypeError, "first_start: word_terms (a dict) and wanted (a set) come together");
         return NULL;
     }
     Py_ssize_t start = PyLong_AsSsize_t(args[2]);
@@ -141,14 +305,38 @@ static PyObject *first_start(PyObject *self, PyObject *const *args, Py_ssize_t n
     const void *data = PyUnicode_DATA(text);
     int kind = PyUnicode_KIND(text);
     Py_ssize_t found;
-    /* The scan reads immutable str storage only, so other threads may run meanwhile; but handing
-     * the GIL over costs more than scanning a ticket, so only very long texts let go of it. */
-    if (size - start > RELEASE_GIL_CHARS) {
-        Py_BEGIN_ALLOW_THREADS
-        found = scan(kind, data, size, start, &nd);
-        Py_END_ALLOW_THREADS
-    } else {
-        found = scan(kind, data, size, start, &nd);
+    for (;;) {
+        /* The scan reads immutable str storage only, so other threads may run meanwhile; but handing
+         * the GIL over costs more than scanning a ticket, so only very long texts let go of it. */
+        if (size - start > RELEASE_GIL_CHARS) {
+            Py_BEGIN_ALLOW_THREADS
+            found = scan(kind, data, size, start, &nd);
+            Py_END_ALLOW_THREADS
+        } else {
+            found = scan(kind, data, size, start, &nd);
+        }
+        if (found < 0 || (misses == NULL && terms_of == NULL) ||
+            (found > 0 && PyUnicode_READ(kind, data, found - 1) >= 128))
+            break;
+        Py_ssize_t stop = word_end(kind, data, size, found);
+        PyObject *word = PyUnicode_Substring(text, found, stop);
+        if (word == NULL) return NULL;
+        int pass = misses != NULL ? PySet_Contains(misses, word) : 0; /* 1: a known miss, go on */
+        if (pass == 0 && terms_of != NULL) {
+            PyObject *terms = PyDict_GetItemWithError(terms_of, word); /* borrowed */
+            if (terms == NULL && PyErr_Occurred()) pass = -1;
+            else if (terms != NULL && PyTuple_Check(terms)) {
+                int hit = 0;
+                for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(terms) && hit == 0; k++)
+                    hit = PySet_Contains(wanted, PyTuple_GET_ITEM(terms, k));
+                pass = hit < 0 ? -1 : !hit;
+            }
+        }
+        Py_DECREF(word);
+        if (pass < 0) return NULL;
+        if (!pass) break;
+        start = stop;
+        if (start >= size) return PyLong_FromSsize_t(-1);
     }
     return PyLong_FromSsize_t(found);
 }
@@ -220,11 +408,142 @@ static PyObject *word_runs(PyObject *self, PyObject *text) {
     return result;
 }
 
+/* scopegate.text.CONTROL_CLASS: C0 but \t \n \v \f \r and \x1c-\x1f, DEL, C1 but NEL (\x85). */
+static inline int is_control(Py_UCS4 c) {
+    return c <= 0x08 || (c >= 0x0E && c <= 0x1B) || (c >= 0x7F && c <= 0x84) || (c >= 0x86 && c <= 0x9F);
+}
+
+/* Whether text[from:to] holds a character the cleaning keeps and that is no space (scanning forward). */
+static int kept_ahead(int kind, const void *data, Py_ssize_t from, Py_ssize_t to) {
+    for (Py_ssize_t i = from; i < to; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (!is_control(c) && !Py_UNICODE_ISSPACE(c)) return 1;
+    }
+    return 0;
+}
+
+static int kept_behind(int kind, const void *data, Py_ssize_t before) {
+    for (Py_ssize_t i = before - 1; i >= 0; i--) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (!is_control(c) && !Py_UNICODE_ISSPACE(c)) return 1;
+    }
+    return 0;
+}
+
+static int clean_args(PyObject *const *args, Py_ssize_t nargs, const char *name, Py_ssize_t *at, Py_ssize_t *need) {
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_Format(PyExc_TypeError, "%s(text, position, need) takes a str and two ints", name);
+        return -1;
+    }
+    *at = PyLong_AsSsize_t(args[1]);
+    if (*at == -1 && PyErr_Occurred()) return -1;
+    *need = PyLong_AsSsize_t(args[2]);
+    if (*need == -1 && PyErr_Occurred()) return -1;
+    if (*at < 0 || *at > PyUnicode_GET_LENGTH(args[0]) || *need < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: position must be within the text and need not negative", name);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *result_pair(int kind, void *out, Py_ssize_t n, int flag) {
+    PyObject *str = PyUnicode_FromKindAndData(kind, out, n);
+    PyMem_Free(out);
+    if (str == NULL) return NULL;
+    return Py_BuildValue("(NO)", str, flag ? Py_True : Py_False);
+}
+
+static PyObject *clean_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t start, need;
+    if (clean_args(args, nargs, "clean_head", &start, &need) < 0) return NULL;
+    PyObject *text = args[0];
+    Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    /* At most need + 1 characters (a space and the character after it go in together), and never more
+     * than the input: each space stands for at least one whitespace character. */
+    Py_ssize_t room = size - start < need + 1 ? size - start : need + 1;
+    void *out = PyMem_Malloc((size_t)(room + 1) * (size_t)kind);
+    if (out == NULL) return PyErr_NoMemory();
+    Py_ssize_t n = 0, i = start;
+    int gap = 0;
+    while (n < need && i < size) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i++);
+        if (is_control(c)) continue;
+        if (Py_UNICODE_ISSPACE(c)) {
+            gap = n > 0;
+            continue;
+        }
+        if (gap) {
+            PyUnicode_WRITE(kind, out, n++, ' ');
+            gap = 0;
+        }
+        PyUnicode_WRITE(kind, out, n++, c);
+    }
+    return result_pair(kind, out, n, !kept_ahead(kind, data, i, size));
+}
+
+static PyObject *clean_tail(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t end, need;
+    if (clean_args(args, nargs, "clean_tail", &end, &need) < 0) return NULL;
+    PyObject *text = args[0];
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    /* Built backwards: each kept character, after a space when whitespace separated it from what follows. */
+    Py_ssize_t cap = (end < need + 1 ? end : need + 1) + 1;
+    void *rev = PyMem_Malloc((size_t)cap * (size_t)kind);
+    if (rev == NULL) return PyErr_NoMemory();
+    Py_ssize_t n = 0, i = end;
+    int gap = 0;
+    while (n < need && i > 0) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, --i);
+        if (is_control(c)) continue;
+        if (Py_UNICODE_ISSPACE(c)) {
+            gap = 1;
+            continue;
+        }
+        if (gap) {
+            PyUnicode_WRITE(kind, rev, n++, ' ');
+            gap = 0;
+        }
+        PyUnicode_WRITE(kind, rev, n++, c);
+    }
+    int from_start = !kept_behind(kind, data, i);
+    for (Py_ssize_t a = 0, b = n - 1; a < b; a++, b--) {
+        Py_UCS4 t = PyUnicode_READ(kind, rev, a);
+        PyUnicode_WRITE(kind, rev, a, PyUnicode_READ(kind, rev, b));
+        PyUnicode_WRITE(kind, rev, b, t);
+    }
+    return result_pair(kind, rev, n, from_start);
+}
+
+static PyObject *word_end_of(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "word_end(text, at) takes a str and an int");
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[1]);
+    if (at == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t size = PyUnicode_GET_LENGTH(args[0]);
+    if (at < 0 || at > size) {
+        PyErr_SetString(PyExc_ValueError, "word_end: at must be within the text");
+        return NULL;
+    }
+    return PyLong_FromSsize_t(word_end(PyUnicode_KIND(args[0]), PyUnicode_DATA(args[0]), size, at));
+}
+
 static PyMethodDef METHODS[] = {
+    {"word_end", (PyCFunction)(void (*)(void))word_end_of, METH_FASTCALL,
+     "word_end(text, at) -> int: where the run of word characters from text[at] ends (see _wordscan.c)"},
+    {"clean_head", (PyCFunction)(void (*)(void))clean_head, METH_FASTCALL,
+     "clean_head(text, start, need) -> (str, bool): see scopegate/search/_wordscan.c"},
+    {"clean_tail", (PyCFunction)(void (*)(void))clean_tail, METH_FASTCALL,
+     "clean_tail(text, end, need) -> (str, bool): see scopegate/search/_wordscan.c"},
     {"word_runs", (PyCFunction)word_runs, METH_O,
      "word_runs(text) -> str: the runs of word characters joined by one space (see _wordscan.c)"},
     {"first_start", (PyCFunction)(void (*)(void))first_start, METH_FASTCALL,
-     "first_start(text, needles, start) -> int: see scopegate/search/_wordscan.c"},
+     "first_start(text, needles, start, known_misses=None, word_terms=None, wanted=None) -> int: "
+     "see scopegate/search/_wordscan.c"},
     {NULL, NULL, 0, NULL},
 };
 

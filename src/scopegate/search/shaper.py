@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from json.encoder import encode_basestring
 from typing import Any
 
 from scopegate.search.model import RawHit, RawResult, SearchRequest
@@ -45,8 +46,13 @@ def next_page(spec: SearchSpec, page: int, total: int) -> int | None:
     return page + 1 if page * spec.page_size < horizon and page < spec.max_page else None
 
 
+# json.dumps(..., ensure_ascii=False) builds a new encoder on every call; one encoder and the string
+# encoder it uses give the same text for a fraction of the cost (the shrink rounds size every snippet).
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def _hits_size(items: list[dict[str, Any]]) -> int:
-    return len(json.dumps(items, ensure_ascii=False))
+    return len(_ENCODER.encode(items))
 
 
 def _joined(value: Any, need: int) -> tuple[str, bool]:
@@ -106,7 +112,7 @@ def shape_hits(
 
     def items_for(snippet_limit: int) -> tuple[list[dict[str, Any]], int]:
         items = [{**item, "snippet": snippet(src, snippet_limit)} for item, src in zip(fixed, sources, strict=True)]
-        return items, base + sum(len(json.dumps(item["snippet"], ensure_ascii=False)) - 2 for item in items)
+        return items, base + sum(len(encode_basestring(item["snippet"])) - 2 for item in items)
 
     truncated = False
     items, size = items_for(limit)

@@ -16,8 +16,11 @@ The work does not grow with the body beyond that window:
   over a million real and derived words: tests/unit/test_shaper_bounded.py).
   So only word starts where a needle begins are candidates, and only those
   words are analysed, once each (memo). The candidates come from a small C
-  scan over the string's own storage (``_wordscan.c``: one pass, no copy, no
-  compile); without it (an install with no C compiler), from the same search
+  scan over the string's own storage (``_wordscan.c``: one pass, 16 characters
+  at a time, no copy, no compile), which also passes over every candidate whose
+  word it already knows: one this finder rejected, or one the process analysed
+  before (a bounded table per analyser), so Python sees about one candidate per
+  body. Without it (an install with no C compiler), from the same search
   in Python: the body lowercased chunk by chunk, ``find`` for needles of three
   or more characters and a cached regex for shorter ones. Characters whose
   lowercase is ASCII though they are not (U+0130, U+212A), or whose lowercase
@@ -30,7 +33,7 @@ The work does not grow with the body beyond that window:
   halves into a word the engine never indexed; that is the one case where
   snippets differ from it.)
 - :func:`prepare` cleans only the characters around the match
-  (:func:`scopegate.text.clean_head`/``clean_tail``) once per hit;
+  (:func:`scopegate.text.clean_head`/``clean_tail``, one C pass each when built) once per hit;
   :func:`snippet` then cuts the window for any smaller limit from those few
   hundred characters, so the shaper's shrink rounds never touch the body again.
 """
@@ -39,7 +42,9 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable, Sequence
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import AnyStr
@@ -47,12 +52,20 @@ from typing import AnyStr
 from scopegate.search.analysis import WORD_CHAR, WORD_RE, WORD_START
 from scopegate.text import clean_head, clean_tail
 
-NativeScan = Callable[[str, tuple[bytes, ...], int], int]
+WordTerms = Mapping[str, tuple[str, ...]]
+NativeScan = Callable[
+    [str, tuple[bytes, ...], int, AbstractSet[str] | None, WordTerms | None, AbstractSet[str] | None], int
+]
 first_start: NativeScan | None
 try:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
     from scopegate.search._wordscan import first_start
+    from scopegate.search._wordscan import word_end as _word_end
 except ImportError:  # pragma: no cover - an install without a C compiler
     first_start = None
+
+    def _word_end(text: str, at: int, /) -> int:
+        return _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]  # \w* always matches
+
 
 Analyzer = Callable[[str], list[str]]
 ELLIPSIS = "…"
@@ -96,6 +109,27 @@ def cap_text(text: str, limit: int) -> tuple[str, bool]:
     return cut.rstrip() + ELLIPSIS, True
 
 
+# Single words analysed once per process and analyser, so the C scan settles a candidate whose word it
+# has seen before (in any body, any query) without a round trip to Python. Words are short and recur
+# (Zipf), so a bounded table covers most of a workload; it is emptied when full.
+WORD_TERMS_MAX = 65_536
+CACHED_WORD_CHARS = 64
+_WORD_TERMS: weakref.WeakKeyDictionary[object, dict[object, dict[str, tuple[str, ...]]]] = weakref.WeakKeyDictionary()
+
+
+def _word_terms(analyze: Analyzer) -> dict[str, tuple[str, ...]] | None:
+    """The table of words ``analyze`` has analysed (keyed by its owner, weakly: a backend's table goes with
+    it); None for an analyser that cannot be referenced weakly."""
+    owner = getattr(analyze, "__self__", analyze)
+    try:
+        tables = _WORD_TERMS.get(owner)
+        if tables is None:
+            tables = _WORD_TERMS.setdefault(owner, {})
+    except TypeError:
+        return None
+    return tables.setdefault(getattr(analyze, "__func__", analyze), {})
+
+
 class TermFinder:
     """Finds the first word of a raw text whose analysed form is one of ``terms``.
 
@@ -106,6 +140,8 @@ class TermFinder:
         self.wanted = frozenset(t for t in terms if t)
         self.analyze = analyze
         self._memo: dict[str, bool] = {}
+        # The words checked and rejected so far: the C scan passes over them without asking again.
+        self._misses: set[str] = set()
         needles = {needle(t) for t in self.wanted}
         # A needle that starts with another needle finds no token start the shorter one misses.
         self.needles = tuple(sorted(n for n in needles if not any(o != n and n.startswith(o) for o in needles)))
@@ -126,11 +162,25 @@ class TermFinder:
             return None
         return tuple(_place_finder(n.encode("ascii")) for n in self.needles)
 
+    @cached_property
+    def _known(self) -> dict[str, tuple[str, ...]] | None:
+        return _word_terms(self.analyze)
+
     def _hit(self, word: str) -> bool:
         hit = self._memo.get(word)
         if hit is None:
-            hit = any(t in self.wanted for t in self.analyze(word))
+            known = self._known
+            terms = known.get(word) if known is not None else None
+            if terms is None:
+                terms = tuple(self.analyze(word))
+                if known is not None and len(word) <= CACHED_WORD_CHARS:
+                    if len(known) >= WORD_TERMS_MAX:
+                        known.clear()
+                    known[word] = terms
+            hit = any(t in self.wanted for t in terms)
             self._memo[word] = hit
+            if not hit:
+                self._misses.add(word)
         return hit
 
     @cached_property
@@ -148,7 +198,8 @@ class TermFinder:
         native = self._native_needles
         if native is not None and first_start is not None:
             while True:
-                at = first_start(text, native, pos)
+                known = self._known
+                at = first_start(text, native, pos, self._misses, known, self.wanted if known is not None else None)
                 if at == -1:
                     return None
                 if at == -2:  # a character that lowercases to ASCII: the Unicode-aware scan goes on
@@ -193,7 +244,7 @@ class TermFinder:
         """:meth:`_check` where no ASCII word character precedes ``at`` (the common case, made cheap)."""
         if at and not text[at - 1].isascii():  # a non-ASCII letter may open the word earlier
             return self._check(text, at)
-        stop = _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]  # \w* always matches
+        stop = _word_end(text, at)
         if stop == at:
             return None, at + 1
         return (at if self._hit(text[at:stop]) else None), stop
