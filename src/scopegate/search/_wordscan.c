@@ -68,6 +68,30 @@ typedef struct {
     uint64_t by_first[128]; /* needles (bit k) whose first byte is this lowercase character */
 } Needles;
 
+/* Whether some needle starts at data[at] (an ASCII character that begins one), case-insensitively. */
+#define NEEDLE_AT(TYPE)                                                                    \
+    static inline int needle_at_##TYPE(const TYPE *data, Py_ssize_t size, Py_ssize_t at,   \
+                                       const Needles *nd) {                                \
+        uint64_t mask = nd->by_first[LOWER[data[at]]];                                     \
+        while (mask) {                                                                     \
+            int k = __builtin_ctzll(mask);                                                 \
+            mask &= mask - 1;                                                              \
+            Py_ssize_t n = nd->len[k], m = 1;                                              \
+            if (at + n > size) continue;                                                   \
+            const char *s = nd->bytes[k];                                                  \
+            for (; m < n; m++) {                                                           \
+                Py_UCS4 d = data[at + m];                                                  \
+                if (d >= 128 || LOWER[d] != (unsigned char)s[m]) break;                    \
+            }                                                                              \
+            if (m == n) return 1;                                                          \
+        }                                                                                  \
+        return 0;                                                                          \
+    }
+
+NEEDLE_AT(Py_UCS1)
+NEEDLE_AT(Py_UCS2)
+NEEDLE_AT(Py_UCS4)
+
 /* Branch-free over ordinary characters (word boundaries come every few characters, too often for
  * a branch to be predicted): each character gives "starts a word with a needle's first letter" by
  * two table reads, and only such candidates (and U+0130, U+212A) leave the loop's fast path.
@@ -88,20 +112,7 @@ typedef struct {
             if (sizeof(TYPE) > 1) hit |= (c == 0x130) | (c == 0x212A);                    \
             if (__builtin_expect(hit, 0)) {                                               \
                 if (c >= 128) return -2;                                                  \
-                uint64_t mask = nd->by_first[LOWER[c]];                                   \
-                while (mask) {                                                            \
-                    int k = __builtin_ctzll(mask);                                        \
-                    mask &= mask - 1;                                                     \
-                    Py_ssize_t n = nd->len[k];                                            \
-                    if (i + n > size) continue;                                           \
-                    const char *s = nd->bytes[k];                                         \
-                    Py_ssize_t j = 1;                                                     \
-                    for (; j < n; j++) {                                                  \
-                        Py_UCS4 d = data[i + j];                                          \
-                        if (d >= 128 || LOWER[d] != (unsigned char)s[j]) break;           \
-                    }                                                                     \
-                    if (j == n) return i;                                                 \
-                }                                                                         \
+                if (needle_at_##TYPE(data, size, i, nd)) return i;                        \
             }                                                                             \
         }                                                                                 \
         return -1;                                                                        \
@@ -194,21 +205,7 @@ static inline __m128i load_ucs4(const Py_UCS4 *p, unsigned *sp) {
                 int j = __builtin_ctz(todo);                                               \
                 todo &= todo - 1;                                                          \
                 if ((special >> j) & 1u) return -2;                                        \
-                Py_ssize_t at = i + j;                                                     \
-                uint64_t mask = nd->by_first[LOWER[data[at]]];                             \
-                while (mask) {                                                             \
-                    int k = __builtin_ctzll(mask);                                         \
-                    mask &= mask - 1;                                                      \
-                    Py_ssize_t n = nd->len[k];                                             \
-                    if (at + n > size) continue;                                           \
-                    const char *s = nd->bytes[k];                                          \
-                    Py_ssize_t m = 1;                                                      \
-                    for (; m < n; m++) {                                                   \
-                        Py_UCS4 d = data[at + m];                                          \
-                        if (d >= 128 || LOWER[d] != (unsigned char)s[m]) break;            \
-                    }                                                                      \
-                    if (m == n) return at;                                                 \
-                }                                                                          \
+                if (needle_at_##TYPE(data, size, i + j, nd)) return i + j;                \
             }                                                                              \
         }                                                                                  \
         return i < size ? scan_##TYPE(data, size, i, nd, first) : -1;                      \
