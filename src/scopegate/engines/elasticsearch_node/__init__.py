@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import pwd
+import stat
 import subprocess
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -136,6 +138,17 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
             # The user must be able to reach the folders on the way down.
             for parent in (cfg.state_dir, cfg.dist.parent):
                 parent.chmod(parent.stat().st_mode | 0o711)
+            # Folders above the state folder are the caller's: said, not changed (a mktemp folder is 0700).
+            groups = set(os.getgrouplist(user, entry.pw_gid))
+            for target in (cfg.home, cfg.dist):
+                closed = first_closed_folder(target, entry.pw_uid, groups)
+                if closed is not None:
+                    raise EngineNodeError(
+                        f"Elasticsearch refuses to run as root, so it runs as {user}, who cannot enter {closed} "
+                        f"(mode {stat.filemode(closed.stat().st_mode)}, owner uid {closed.stat().st_uid}) on the "
+                        f"way to {target}: give that folder o+x (chmod o+x {closed}), or keep the node's state "
+                        "where that user can reach it (--state-dir, or SCOPEGATE_CACHE_DIR)"
+                    )
 
     def _settings(self, port: int) -> list[str]:
         """The ``-E`` settings of a start on ``port`` (a cluster member replaces the discovery ones)."""
@@ -174,6 +187,32 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
 
     def _abort_start(self, pid: int) -> None:
         self.stop(grace_s=10)
+
+
+def first_closed_folder(path: Path, uid: int, gids: Collection[int], *, below: Path = Path("/")) -> Path | None:
+    """The first existing folder on the way from ``below`` (default ``/``) down to ``path`` that user
+    ``uid`` (in groups ``gids``) cannot pass through (no execute bit for it); None when it reaches ``path``."""
+    if uid == 0:
+        return None
+    path, below = Path(os.path.abspath(path)), Path(os.path.abspath(below))
+    for folder in (*reversed(path.parents), path):
+        if folder != below and below not in folder.parents:
+            continue
+        try:
+            info = folder.stat()
+        except FileNotFoundError:
+            return None  # created later by the node's owner, inside a folder it reaches
+        if not stat.S_ISDIR(info.st_mode):
+            continue
+        if info.st_uid == uid:
+            bit = stat.S_IXUSR
+        elif info.st_gid in gids:
+            bit = stat.S_IXGRP
+        else:
+            bit = stat.S_IXOTH
+        if not info.st_mode & bit:
+            return folder
+    return None
 
 
 def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> ElasticsearchNode:

@@ -1,0 +1,59 @@
+"""Which folder keeps Elasticsearch's run user out (a 0700 mktemp folder above the node's state)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from scopegate.engines.elasticsearch_node import first_closed_folder
+
+OTHER_UID = 65534  # nobody: owns none of the test's folders
+OTHER_GID = 65534
+
+
+@pytest.fixture
+def clone(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """(a clone's folder, the node's home under it); the clone's mode is set by each test."""
+    closed = tmp_path / "clone"
+    home = closed / ".cache" / "elasticsearch-node" / "home"
+    home.mkdir(parents=True)
+    os.chmod(tmp_path, 0o755)
+    yield closed, home
+    os.chmod(closed, 0o755)
+
+
+def test_a_folder_without_execute_for_others_is_named(tmp_path: Path, clone: tuple[Path, Path]) -> None:
+    closed, home = clone
+    os.chmod(closed, 0o700)
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=tmp_path) == closed
+    os.chmod(home, 0o700)  # the first closed folder on the way down is named, not the deepest
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=tmp_path) == closed
+
+
+def test_execute_for_others_the_owner_or_the_group_lets_the_user_through(
+    tmp_path: Path, clone: tuple[Path, Path]
+) -> None:
+    closed, home = clone
+    os.chmod(closed, 0o711)
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=tmp_path) is None
+    os.chmod(closed, 0o710)
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=tmp_path) == closed
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID, closed.stat().st_gid}, below=tmp_path) is None
+    os.chmod(closed, 0o100)
+    assert first_closed_folder(home, closed.stat().st_uid, set(), below=tmp_path) is None
+
+
+def test_root_passes_everywhere_and_a_missing_folder_is_not_closed(tmp_path: Path, clone: tuple[Path, Path]) -> None:
+    closed, home = clone
+    os.chmod(closed, 0o700)
+    assert first_closed_folder(home, 0, set(), below=tmp_path) is None
+    assert first_closed_folder(tmp_path / "not-there" / "home", OTHER_UID, {OTHER_GID}, below=tmp_path) is None
+
+
+def test_folders_above_below_are_not_looked_at(tmp_path: Path, clone: tuple[Path, Path]) -> None:
+    closed, home = clone
+    os.chmod(closed, 0o700)
+    assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=closed / ".cache") is None
