@@ -84,12 +84,26 @@ def query_plan(n: int, tenants: int = 40, seed: int = 5) -> list[tuple[str, str,
     ]
 
 
+def cpu_model() -> str:
+    """The CPU's model and clock as Linux reports them (a virtual machine's host can change between runs,
+    and with it every timing: the figures say which one measured them)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or "unknown"
+    info = dict(line.split(":", 1) for line in lines if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in info.items()}
+    model, mhz, bogomips = (fields.get(k, "?") for k in ("model name", "cpu MHz", "bogomips"))
+    return f"{model}, {mhz} MHz, bogomips {bogomips}"
+
+
 def machine() -> dict[str, Any]:
     import os
 
     return {
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
+        "cpu": cpu_model(),
         "platform": platform.platform(),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
