@@ -57,3 +57,30 @@ def test_folders_above_below_are_not_looked_at(tmp_path: Path, clone: tuple[Path
     closed, home = clone
     os.chmod(closed, 0o700)
     assert first_closed_folder(home, OTHER_UID, {OTHER_GID}, below=closed / ".cache") is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the node runs as another user only when started by root")
+def test_preparing_a_node_under_a_closed_folder_names_it(tmp_path: Path, clone: tuple[Path, Path]) -> None:
+    import pwd
+
+    from scopegate.engines.elasticsearch_node import RUN_USER, ElasticsearchNode, ESNodeConfig
+    from scopegate.errors import EngineNodeError
+
+    closed, _ = clone
+    node = ElasticsearchNode(ESNodeConfig(state_dir=closed / ".cache" / "es-state"))
+    node.config.dist.mkdir(parents=True)  # an unpacked distribution: only its folder is chowned here
+    node._run_user()  # creates the run user when missing
+    entry = pwd.getpwnam(RUN_USER)
+    # pytest's own base folder may be closed already (0700 for root): then that one is named, always.
+    above = first_closed_folder(tmp_path, entry.pw_uid, set(os.getgrouplist(RUN_USER, entry.pw_gid)))
+    os.chmod(closed, 0o700)
+    named = above or closed
+    with pytest.raises(EngineNodeError, match=rf"cannot enter {named} \(mode d") as caught:
+        node._prepare(clean=True)
+    assert f"chmod o+x {named}" in str(caught.value)
+    os.chmod(closed, 0o755)
+    if above is None:
+        node._prepare(clean=True)  # reachable: no error
+    else:
+        with pytest.raises(EngineNodeError, match=rf"cannot enter {above} "):
+            node._prepare(clean=True)

@@ -139,16 +139,16 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
             for parent in (cfg.state_dir, cfg.dist.parent):
                 parent.chmod(parent.stat().st_mode | 0o711)
             # Folders above the state folder are the caller's: said, not changed (a mktemp folder is 0700).
-            groups = set(os.getgrouplist(user, entry.pw_gid))
-            for target in (cfg.home, cfg.dist):
-                closed = first_closed_folder(target, entry.pw_uid, groups)
-                if closed is not None:
-                    raise EngineNodeError(
-                        f"Elasticsearch refuses to run as root, so it runs as {user}, who cannot enter {closed} "
-                        f"(mode {stat.filemode(closed.stat().st_mode)}, owner uid {closed.stat().st_uid}) on the "
-                        f"way to {target}: give that folder o+x (chmod o+x {closed}), or keep the node's state "
-                        "where that user can reach it (--state-dir, or SCOPEGATE_CACHE_DIR)"
-                    )
+            # Below it everything was just opened up, so the state folder is the one path to check.
+            closed = first_closed_folder(cfg.state_dir, entry.pw_uid, set(os.getgrouplist(user, entry.pw_gid)))
+            if closed is not None:
+                info = closed.stat()
+                raise EngineNodeError(
+                    f"Elasticsearch refuses to run as root, so it runs as {user}, who cannot enter {closed} "
+                    f"(mode {stat.filemode(info.st_mode)}, owner uid {info.st_uid}) on the way to "
+                    f"{cfg.state_dir}: give that folder o+x (chmod o+x {closed}), or keep the node's state "
+                    "where that user can reach it (--state-dir, or SCOPEGATE_CACHE_DIR)"
+                )
 
     def _settings(self, port: int) -> list[str]:
         """The ``-E`` settings of a start on ``port`` (a cluster member replaces the discovery ones)."""
