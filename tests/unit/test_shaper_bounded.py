@@ -169,6 +169,41 @@ def test_any_body_gives_a_bounded_snippet(body: str, query: str, limit: int) -> 
     assert snippet.strip("…") in clean_text(body) or snippet.strip("…").rstrip() in clean_text(body)
 
 
+# Quotes and backslashes are what a JSON encoder escapes in cleaned text; control characters must be cleaned out.
+ESCAPED = ['"', "\\", '\\"', '""', "\x00", "\x1f", "\n\t"]
+
+
+@given(bodies(joining_controls=True), st.lists(st.sampled_from(ESCAPED), max_size=30), queries, st.integers(40, 600))
+@FAST
+def test_snippet_size_is_the_json_size_of_the_snippet(body: str, escaped: list[str], query: str, limit: int) -> None:
+    rng = random.Random(len(body))
+    for piece in escaped:  # scatter them: inside words, in the window, before it
+        at = rng.randint(0, len(body))
+        body = body[:at] + piece + body[at:]
+    finder = TermFinder(unique_terms(query), analyze)
+    for shorter in (False, True):
+        source = scopegate.search.snippet.prepare(body, finder, limit, shorter=shorter)
+        for smaller in sorted({limit, max(1, limit // 2), max(1, limit - 37), 40, 2, 1}):
+            if smaller > limit:
+                continue
+            text = scopegate.search.snippet.snippet(source, smaller)
+            encoded = json.dumps(text, ensure_ascii=False)
+            assert scopegate.search.snippet.snippet_size(source, smaller) == len(encoded) - 2, (text, smaller)
+
+
+def test_the_shrink_rounds_cut_each_snippet_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = _spec()
+    bodies_ = [_megabyte_body(10_000 * (i + 1))[:50_000] for i in range(5)]
+    hits = _hits(bodies_, ["Refund failed " * 10] * 5)  # long subjects: the snippets must shrink
+    cuts: list[int] = []
+    real = scopegate.search.shaper.snippet
+    monkeypatch.setattr(scopegate.search.shaper, "snippet", lambda src, limit: cuts.append(limit) or real(src, limit))
+    items, truncated = shape_hits(spec, hits, unique_terms("refund"), analyze)
+    assert truncated and len(json.dumps(items, ensure_ascii=False)) <= spec.hits_char_budget
+    assert len(cuts) == 5 and len(set(cuts)) == 1 and cuts[0] < spec.snippet_chars  # one cut each, shrunk
+    assert items == ref_shape_hits(spec, hits, unique_terms("refund"), analyze)[0]
+
+
 def _hits(bodies_: list[str], subjects: list[str]) -> tuple[RawHit, ...]:
     return tuple(
         RawHit(f"T-{i}", 1.0, {"ticket_id": f"T-{i}", "subject": s, "status": "open", "body": b})

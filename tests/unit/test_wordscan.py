@@ -98,18 +98,26 @@ def ref_first_start_past(
         start = word.end()
 
 
-@given(st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 400), st.data())
-@FAST
-def test_first_start_passes_over_known_misses_and_settles_words_it_knows_the_terms_of(
-    parts: list[str], needles: list[str], start: int, data: st.DataObject
-) -> None:
+def _scan_case(
+    parts: list[str], needles: list[str], data: st.DataObject
+) -> tuple[str, tuple[bytes, ...], dict[str, tuple[str, ...]], frozenset[str], set[str]]:
+    """The text, the encoded needles, some of the text's words analysed already, wanted terms among
+    theirs, and known misses."""
     text = "".join(parts)
-    encoded = tuple(n.encode("ascii") for n in needles)
     words = sorted({m.group(0) for m in WORD_RUN.finditer(text) if m.group(0)})
     known = data.draw(st.lists(st.sampled_from(words), unique=True)) if words else []
     word_terms = {w: tuple(analyze(w)) for w in known}
     wanted = frozenset(data.draw(st.lists(st.sampled_from([t for w in known for t in word_terms[w]] or ["x"]))))
     misses = set(data.draw(st.lists(st.sampled_from(words), unique=True))) if words else set()
+    return text, tuple(n.encode("ascii") for n in needles), word_terms, wanted, misses
+
+
+@given(st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 400), st.data())
+@FAST
+def test_first_start_passes_over_known_misses_and_settles_words_it_knows_the_terms_of(
+    parts: list[str], needles: list[str], start: int, data: st.DataObject
+) -> None:
+    text, encoded, word_terms, wanted, misses = _scan_case(parts, needles, data)
     native = first_start()
     for wide in ("", " \u0101", " \U0001f600"):
         misses_only = ref_first_start_past(text + wide, encoded, start, misses)
@@ -166,6 +174,51 @@ def test_first_start_refuses_what_it_was_not_built_for(args: tuple[object, ...],
         first_start()(*args)  # type: ignore[operator]
 
 
+@given(
+    st.lists(TEXT_PARTS, max_size=60), NEEDLES, st.integers(-3, 400), st.data(), st.integers(0, 90), st.integers(0, 450)
+)
+@FAST
+def test_first_window_is_first_start_plus_the_window_of_a_settled_match(
+    parts: list[str], needles: list[str], start: int, data: st.DataObject, before: int, after: int
+) -> None:
+    from scopegate.search._wordscan import first_window
+
+    text, encoded, word_terms, wanted, misses = _scan_case(parts, needles, data)
+    native = first_start()
+    for wide in ("", " \u0101", " \U0001f600"):
+        body = text + wide
+        at = native(body, encoded, start, misses, word_terms, wanted)  # type: ignore[operator]
+        got = first_window(body, encoded, start, misses, word_terms, wanted, before, after)
+        word = WORD_RUN.match(body, at) if at >= 0 else None
+        # Settled: the candidate's word was analysed before and one of its terms is wanted (the caller
+        # has nothing left to check); then its window comes along.
+        settled = (
+            word is not None
+            and (at == 0 or body[at - 1].isascii())
+            and word.group(0) not in misses
+            and bool(set(word_terms.get(word.group(0), ())) & wanted)
+        )
+        if settled:
+            tail, head = scopegate.text.clean_tail(body, at, before), scopegate.text.clean_head(body, at, after)
+            assert got == (at, tail, head)
+        else:
+            assert got == at
+
+
+def test_first_window_refuses_bad_arguments() -> None:
+    from scopegate.search._wordscan import first_window
+
+    good: tuple[object, ...] = ("text", (b"te",), 0, set(), {}, frozenset(), 1, 5)
+    assert first_window(*good) == 0  # type: ignore[arg-type]
+    for at, bad, error in [(6, -1, ValueError), (7, "5", TypeError), (4, [], TypeError), (0, b"text", TypeError)]:
+        args = list(good)
+        args[at] = bad
+        with pytest.raises(error):
+            first_window(*args)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        first_window(*good[:7])  # type: ignore[arg-type]
+
+
 def _python_only(finder: TermFinder) -> TermFinder:
     finder.__dict__["_native_needles"] = None  # the cached property, as without the extension
     return finder
@@ -177,6 +230,19 @@ def test_term_finder_finds_the_same_first_match_with_either_scan(body: str, quer
     terms = unique_terms(query)
     native = TermFinder(terms, analyze).first_match(body)
     assert native == _python_only(TermFinder(terms, analyze)).first_match(body)
+
+
+@given(bodies(), queries, st.integers(40, 600))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_term_finder_gives_the_same_window_with_either_scan_and_a_warm_table(body: str, query: str, limit: int) -> None:
+    terms = unique_terms(query)
+    at = _python_only(TermFinder(terms, analyze)).first_match(body)
+    tail, head = scopegate.text.clean_tail, scopegate.text.clean_head
+    expected = None if at is None else (at, tail(body, at, limit // 5 + 1), head(body, at, limit + 1))
+    # First with the words unknown (the C scan hands candidates to Python), then settled from the table.
+    for _ in range(2):
+        assert TermFinder(terms, analyze).first_window(body, limit // 5 + 1, limit + 1) == expected
+    assert _python_only(TermFinder(terms, analyze)).first_window(body, limit // 5 + 1, limit + 1) == expected
 
 
 @pytest.mark.parametrize(

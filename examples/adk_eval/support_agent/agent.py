@@ -50,8 +50,9 @@ def answer(responses: list[tuple[str, dict[str, Any]]]) -> Turn:
 engine = backend()
 root_agent = LlmAgent(
     name="support_agent",
-    model=ScriptedLlm([call("search_tickets", query="apple pay refund failed", product="payments"), answer],
-                      per_invocation=True),  # fmt: skip
+    model=ScriptedLlm(
+        [call("search_tickets", query="apple pay refund failed", product="payments"), answer], per_invocation=True
+    ),
     instruction="Answer support questions with the ticket tools. Cite ticket ids.",
     tools=adk_search_tools(engine.spec, engine, scope_policy=ScopePolicy.binding()),
 )

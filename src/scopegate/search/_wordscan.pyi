@@ -9,6 +9,17 @@ def first_start(
     wanted: Set[str] | None = None,
     /,
 ) -> int: ...
+def first_window(
+    text: str,
+    needles: tuple[bytes, ...],
+    start: int,
+    known_misses: Set[str] | None,
+    word_terms: Mapping[str, tuple[str, ...]] | None,
+    wanted: Set[str] | None,
+    before_need: int,
+    after_need: int,
+    /,
+) -> int | tuple[int, tuple[str, bool], tuple[str, bool]]: ...
 def word_runs(text: str, /) -> str: ...
 def clean_head(text: str, start: int, need: int, /) -> tuple[str, bool]: ...
 def clean_tail(text: str, end: int, need: int, /) -> tuple[str, bool]: ...

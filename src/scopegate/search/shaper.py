@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from json.encoder import encode_basestring
 from typing import Any
 
 from scopegate.search.model import RawHit, RawResult, SearchRequest
 from scopegate.search.normalise import normalise_keywords
-from scopegate.search.snippet import ELLIPSIS, Analyzer, TermFinder, cap_text, make_snippet, prepare, snippet
+from scopegate.search.snippet import (
+    ELLIPSIS,
+    Analyzer,
+    TermFinder,
+    cap_text,
+    make_snippet,
+    prepare,
+    snippet,
+    snippet_size,
+)
 from scopegate.search.spec import MIN_FIELD_CHARS, MIN_SNIPPET_CHARS, SearchSpec
 from scopegate.text import clean_head
 
@@ -100,22 +108,22 @@ def shape_hits(
     """Hit items within ``spec.hits_char_budget``; the flag says whether anything was trimmed.
 
     Each body is prepared once (:func:`scopegate.search.snippet.prepare`): the
-    shrink rounds re-cut snippets from the prepared window, never from the body.
+    shrink rounds measure snippets of the prepared window (``snippet_size``), never the body,
+    and each snippet is cut once, at the limit that fits.
     """
     finder = TermFinder(terms, analyze)
     limit = spec.snippet_chars
     sources = [prepare(str(h.fields.get(spec.snippet_field) or ""), finder, limit) for h in hits]
     fixed = [_hit_item(spec, h, "") for h in hits]
     # JSON size of the list without the snippets' text: each snippet then adds its own encoding
-    # (2 characters of the empty string are already counted), so a round costs no full dump.
+    # (the 2 quotes of the empty string are already counted), so a round costs no full dump.
     base = _hits_size(fixed)
 
-    def items_for(snippet_limit: int) -> tuple[list[dict[str, Any]], int]:
-        items = [{**item, "snippet": snippet(src, snippet_limit)} for item, src in zip(fixed, sources, strict=True)]
-        return items, base + sum(len(encode_basestring(item["snippet"])) - 2 for item in items)
+    def size_at(snippet_limit: int) -> int:
+        return base + sum(snippet_size(src, snippet_limit) for src in sources)
 
     truncated = False
-    items, size = items_for(limit)
+    size = size_at(limit)
     if size > spec.hits_char_budget and limit > MIN_SNIPPET_CHARS:
         # Shrinking: a body that fitted whole now needs its first match too (it is short: cheap).
         sources = [
@@ -128,8 +136,10 @@ def shape_hits(
         truncated = True
         over = size - spec.hits_char_budget
         # Take the excess out of every snippet evenly, at least 20 characters a round.
-        limit = max(MIN_SNIPPET_CHARS, limit - max(20, over // max(1, len(items)) + 1))
-        items, size = items_for(limit)
+        limit = max(MIN_SNIPPET_CHARS, limit - max(20, over // max(1, len(hits)) + 1))
+        size = size_at(limit)
+    # Rounds only measure; the snippets are cut once, at the limit that fits.
+    items = [{**item, "snippet": snippet(src, limit)} for item, src in zip(fixed, sources, strict=True)]
     if size > spec.hits_char_budget:
         # Result fields themselves are huge: shorten every string value but the id in turn. An id
         # is never cut (the model must be able to cite it): hits that still do not fit are dropped.

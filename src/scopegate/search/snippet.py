@@ -17,12 +17,13 @@ The work does not grow with the body beyond that window:
   So only word starts where a needle begins are candidates, and only those
   words are analysed, once each (memo). The candidates come from a small C
   scan over the string's own storage (``_wordscan.c``: one pass, 16 characters
-  at a time, no copy, no compile), which also passes over every candidate whose
+  at a time, no copy, no compile), which also settles every candidate whose
   word it already knows: one this finder rejected, or one the process analysed
   before (a bounded table per analyser), so Python sees about one candidate per
-  body. Without it (an install with no C compiler), from the same search
-  in Python: the body lowercased chunk by chunk, ``find`` for needles of three
-  or more characters and a cached regex for shorter ones. Characters whose
+  body, and none when the match's word was analysed before. Without it (an
+  install with no C compiler), from the same search in Python: the body
+  lowercased chunk by chunk, ``find`` for needles of three or more characters
+  and a cached regex for shorter ones. Characters whose
   lowercase is ASCII though they are not (U+0130, U+212A), or whose lowercase
   changes length, send the scan to the Unicode-aware Python path, word by
   word where needed, with the same result.
@@ -33,9 +34,12 @@ The work does not grow with the body beyond that window:
   halves into a word the engine never indexed; that is the one case where
   snippets differ from it.)
 - :func:`prepare` cleans only the characters around the match
-  (:func:`scopegate.text.clean_head`/``clean_tail``, one C pass each when built) once per hit;
+  (:func:`scopegate.text.clean_head`/``clean_tail``, one C pass each when built) once per hit,
+  in the same C call as the scan when the scan settled the match (``first_window``);
   :func:`snippet` then cuts the window for any smaller limit from those few
-  hundred characters, so the shaper's shrink rounds never touch the body again.
+  hundred characters, so the shaper's shrink rounds never touch the body again. The rounds
+  only measure (:func:`snippet_size`, from the same :func:`snippet_span`): each snippet is
+  cut once, at the limit that fits.
 """
 
 from __future__ import annotations
@@ -45,9 +49,8 @@ import re
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from typing import AnyStr
+from typing import AnyStr, NamedTuple
 
 from scopegate.search.analysis import WORD_CHAR, WORD_RE, WORD_START
 from scopegate.text import clean_head, clean_tail
@@ -56,12 +59,19 @@ WordTerms = Mapping[str, tuple[str, ...]]
 NativeScan = Callable[
     [str, tuple[bytes, ...], int, AbstractSet[str] | None, WordTerms | None, AbstractSet[str] | None], int
 ]
+# The first matching word's offset, and the cleaned text before it and from it (a snippet's window).
+Window = tuple[int, tuple[str, bool], tuple[str, bool]]
+NativeWindow = Callable[
+    [str, tuple[bytes, ...], int, AbstractSet[str], WordTerms, AbstractSet[str], int, int], "int | Window"
+]
 first_start: NativeScan | None
+native_window: NativeWindow | None
 try:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
     from scopegate.search._wordscan import first_start
+    from scopegate.search._wordscan import first_window as native_window
     from scopegate.search._wordscan import word_end as _word_end
 except ImportError:  # pragma: no cover - an install without a C compiler
-    first_start = None
+    first_start = native_window = None
 
     def _word_end(text: str, at: int, /) -> int:
         return _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]  # \w* always matches
@@ -100,13 +110,26 @@ def cap_text(text: str, limit: int) -> tuple[str, bool]:
     """
     if len(text) <= limit:
         return text, False
+    end, tail = cap_span(text, 0, limit)
+    return text[:end] + tail, True
+
+
+def cap_span(text: str, start: int, limit: int) -> tuple[int, str]:
+    """:func:`cap_text` of ``text[start:]`` as ``text[start:end] + tail``, without slicing: ``(end, tail)``.
+
+    The snippet rule in one place: :func:`snippet` builds from it, :func:`snippet_size` only measures.
+    """
+    if len(text) - start <= limit:
+        return len(text), ""
     if limit <= 1:
-        return ELLIPSIS[:limit], True
-    cut = text[: limit - 1]
-    space = cut.rfind(" ")
-    if space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip() + ELLIPSIS, True
+        return start, ELLIPSIS[:limit]
+    end = start + limit - 1
+    space = text.rfind(" ", start, end)
+    if space - start >= limit // 2:
+        end = space
+    while end > start and text[end - 1].isspace():  # rstrip
+        end -= 1
+    return end, ELLIPSIS
 
 
 # Single words analysed once per process and analyser, so the C scan settles a candidate whose word it
@@ -177,7 +200,7 @@ class TermFinder:
                     if len(known) >= WORD_TERMS_MAX:
                         known.clear()
                     known[word] = terms
-            hit = any(t in self.wanted for t in terms)
+            hit = not self.wanted.isdisjoint(terms)
             self._memo[word] = hit
             if not hit:
                 self._misses.add(word)
@@ -207,6 +230,37 @@ class TermFinder:
                 found, pos = self._check_start(text, at)
                 if found is not None:
                     return found
+        return self._python_scan(text, pos)
+
+    def first_window(self, text: str, before_need: int, after_need: int) -> Window | None:
+        """The first matching word's offset, ``clean_tail(text, at, before_need)`` and
+        ``clean_head(text, at, after_need)``; None when no word matches.
+
+        With the C scan, a word it settles from the table of analysed words comes back with its
+        window in the same call (most hits): no round trip to Python for the check or the cleaning.
+        """
+        native, known = self._native_needles, self._known
+        if native is None or known is None or native_window is None:
+            at = self.first_match(text)
+        else:
+            pos = 0
+            while True:
+                got = native_window(text, native, pos, self._misses, known, self.wanted, before_need, after_need)
+                if not isinstance(got, int):
+                    return got
+                if got == -1:
+                    return None
+                if got == -2:  # a character that lowercases to ASCII: the Unicode-aware scan goes on
+                    at = self._python_scan(text, pos)
+                    break
+                at, pos = self._check_start(text, got)
+                if at is not None:
+                    break
+        if at is None:
+            return None
+        return at, clean_tail(text, at, before_need), clean_head(text, at, after_need)
+
+    def _python_scan(self, text: str, pos: int) -> int | None:
         size = FIRST_CHUNK_CHARS
         while pos < len(text):
             end = min(len(text), pos + size)
@@ -367,9 +421,11 @@ def _word_at(text: str, at: int) -> tuple[int, int] | None:
     return _word_start(text, at), run.end()
 
 
-@dataclass(frozen=True, slots=True)
-class SnippetSource:
-    """The cleaned characters a snippet of at most ``limit`` characters can need, cut once per body."""
+class SnippetSource(NamedTuple):
+    """The cleaned characters a snippet of at most ``limit`` characters can need, cut once per body.
+
+    A tuple: one is made per hit of every search, and a frozen dataclass costs twice as much to build.
+    """
 
     limit: int
     head: str  # cleaned body from its start: limit + 1 characters, or all of it
@@ -378,6 +434,7 @@ class SnippetSource:
     before_from_start: bool = False  # ``before`` starts at the start of the body
     after: str = ""  # cleaned text from the first match on: limit + 1 characters, or all of it
     after_whole: bool = False
+    local: str = ""  # before + after: the text every window around the match is cut from
 
 
 # Beyond this many raw characters the head is cleaned only when a snippet needs it.
@@ -395,28 +452,29 @@ def prepare(text: str, finder: TermFinder, limit: int, *, shorter: bool = False)
             return SnippetSource(limit, head, True)
     else:
         head, head_whole = "", False  # cleaned only if no word matches (below)
-    at = finder.first_match(text)
-    if at is None:
+    window = finder.first_window(text, limit // 5 + 1, limit + 1)
+    if window is None:
         if len(text) > LONG_TEXT_CHARS and not shorter:
             head, head_whole = clean_head(text, 0, limit + 1)
         return SnippetSource(limit, head, head_whole)
-    before, from_start = clean_tail(text, at, limit // 5 + 1)
-    after, after_whole = clean_head(text, at, limit + 1)
+    _, (before, from_start), (after, after_whole) = window
     if after_whole and not head:  # the cleaned body may be short after all: the head decides
         head, head_whole = clean_head(text, 0, limit + 1)
-    return SnippetSource(limit, head, head_whole, before, from_start, after, after_whole)
+    return SnippetSource(limit, head, head_whole, before, from_start, after, after_whole, before + after)
 
 
-def snippet(source: SnippetSource, limit: int) -> str:
-    """At most ``limit`` (<= ``source.limit``) characters around the first match, as the rule says."""
+def snippet_span(source: SnippetSource, limit: int) -> tuple[str, str, int, int, str]:
+    """The snippet of at most ``limit`` (<= ``source.limit``) characters around the first match, as
+    ``lead + text[start:end] + tail`` (the rule in the module docstring): ``(lead, text, start, end, tail)``."""
     if limit > source.limit:
         raise ValueError(f"prepared for snippets of up to {source.limit} characters, not {limit}")
-    if source.head_whole and len(source.head) <= limit:
-        return source.head
+    head = source.head
+    if source.head_whole and len(head) <= limit:
+        return "", head, 0, len(head), ""
     if source.before is None:
-        return cap_text(source.head, limit)[0]
-    before = source.before
-    at = len(before)  # the match, in ``before + after``
+        return ("", head, 0, *cap_span(head, 0, limit))
+    at = len(source.before)  # the match, in ``local``
+    local = source.local
     context = limit // 5
     if source.before_from_start:
         start = max(0, at - context)
@@ -424,17 +482,30 @@ def snippet(source: SnippetSource, limit: int) -> str:
     else:
         start = at - context  # >= 1: ``before`` has more than a fifth of any limit
         opened = True
-    local = before + source.after
-    if opened:
-        # Move forward to a word start so the snippet does not open mid-word.
-        space = local.find(" ", start)
-        start = space + 1 if 0 <= space < at else start
-    lead = ELLIPSIS if opened else ""
-    room = limit - len(lead)
-    window = local[start:]
-    if source.after_whole and len(window) <= room:
-        return lead + window
-    return lead + cap_text(window, room)[0]
+    if not opened:
+        return ("", local, start, *cap_span(local, start, limit))
+    # Move forward to a word start so the snippet does not open mid-word.
+    space = local.find(" ", start, at)
+    if space >= 0:
+        start = space + 1
+    return (ELLIPSIS, local, start, *cap_span(local, start, limit - len(ELLIPSIS)))
+
+
+def snippet(source: SnippetSource, limit: int) -> str:
+    """At most ``limit`` (<= ``source.limit``) characters around the first match, as the rule says."""
+    lead, text, start, end, tail = snippet_span(source, limit)
+    if not lead and not tail and start == 0 and end == len(text):
+        return text
+    return lead + text[start:end] + tail
+
+
+def snippet_size(source: SnippetSource, limit: int) -> int:
+    """Characters :func:`snippet` gives as a JSON string's content (quotes and backslashes escaped),
+    measured without building it: the shrink rounds size every snippet at every limit they try.
+
+    Cleaned text holds no control character, so those two are all a JSON encoder escapes in it."""
+    lead, text, start, end, tail = snippet_span(source, limit)
+    return len(lead) + (end - start) + text.count('"', start, end) + text.count("\\", start, end) + len(tail)
 
 
 def make_snippet(text: str, terms: Iterable[str], analyze: Analyzer, limit: int) -> str:
