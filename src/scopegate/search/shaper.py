@@ -128,7 +128,7 @@ def shape_hits(
         # Shrinking: a body that fitted whole now needs its first match too (it is short: cheap).
         sources = [
             prepare(str(h.fields.get(spec.snippet_field) or ""), finder, limit, shorter=True)
-            if src.head_whole and src.before is None
+            if src.head_whole and src.at is None
             else src
             for h, src in zip(hits, sources, strict=True)
         ]

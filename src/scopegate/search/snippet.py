@@ -430,11 +430,12 @@ class SnippetSource(NamedTuple):
     limit: int
     head: str  # cleaned body from its start: limit + 1 characters, or all of it
     head_whole: bool
-    before: str | None = None  # cleaned text just before the first match; None: no word matches
-    before_from_start: bool = False  # ``before`` starts at the start of the body
-    after: str = ""  # cleaned text from the first match on: limit + 1 characters, or all of it
-    after_whole: bool = False
-    local: str = ""  # before + after: the text every window around the match is cut from
+    # The cleaned text just before the first match (more than a fifth of ``limit``, or all of it) and
+    # from the match on (limit + 1 characters, or all of it), joined: every window is cut from it.
+    local: str = ""
+    at: int | None = None  # where the match starts in ``local``; None: no word matches
+    before_from_start: bool = False  # ``local`` starts at the start of the body
+    after_whole: bool = False  # ``local`` runs to the end of the body
 
 
 # Beyond this many raw characters the head is cleaned only when a snippet needs it.
@@ -460,7 +461,7 @@ def prepare(text: str, finder: TermFinder, limit: int, *, shorter: bool = False)
     _, (before, from_start), (after, after_whole) = window
     if after_whole and not head:  # the cleaned body may be short after all: the head decides
         head, head_whole = clean_head(text, 0, limit + 1)
-    return SnippetSource(limit, head, head_whole, before, from_start, after, after_whole, before + after)
+    return SnippetSource(limit, head, head_whole, before + after, len(before), from_start, after_whole)
 
 
 def snippet_span(source: SnippetSource, limit: int) -> tuple[str, str, int, int, str]:
@@ -471,16 +472,16 @@ def snippet_span(source: SnippetSource, limit: int) -> tuple[str, str, int, int,
     head = source.head
     if source.head_whole and len(head) <= limit:
         return "", head, 0, len(head), ""
-    if source.before is None:
+    at = source.at
+    if at is None:
         return ("", head, 0, *cap_span(head, 0, limit))
-    at = len(source.before)  # the match, in ``local``
     local = source.local
     context = limit // 5
     if source.before_from_start:
         start = max(0, at - context)
         opened = start > 0
     else:
-        start = at - context  # >= 1: ``before`` has more than a fifth of any limit
+        start = at - context  # >= 1: the text before the match has more than a fifth of any limit
         opened = True
     if not opened:
         return ("", local, start, *cap_span(local, start, limit))
