@@ -19,9 +19,15 @@ each tool runs a warm-up pass over *other* queries from the same generator
 as warm as a server's history makes them, but no timed query ran before.
 
 With --opensearch, the same is measured against a node, plus the raw cost of
-three ways to get snippet text from the engine at 30 KB: the whole body in
-``_source`` (what the backend does), a highlight fragment, and a bounded
-``script_fields`` substring.
+four ways to get snippet text from the engine at 30 KB: the whole body in
+``_source`` (what the backend does), a highlight fragment, a bounded
+``script_fields`` substring, and the first matching chunk: a prototype layout
+(bench only) that also stores each long body as overlapping nested chunks and
+asks for the chunk with the lowest offset that holds a query term (an inner hit
+sorted by offset, scored 0, so pages and scores are unchanged). For that one the
+benchmark also reports ingest time and store size against the whole-body index,
+whether the pages are identical, and how often the chunk's first match is the
+body's first match by the snippet rule (the parity the layout would need).
 
 Writes bench/results/shaping.json and .md. Nothing is asserted.
 """
@@ -32,6 +38,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -46,7 +53,7 @@ from _measure import fmt, load_average, now, percentiles, spread
 from _workload_runs import Timed, pairs, prepared
 
 from scopegate.backends.embedded import EmbeddedBackend
-from scopegate.search.analysis import unique_terms
+from scopegate.search.analysis import WORD_CHAR, unique_terms
 from scopegate.search.shaper import shape_hits
 from scopegate.search.tools import SearchTool
 from scopegate.testing.workload import SourceProfile, TicketFactory, make_queries, workload_spec
@@ -206,15 +213,162 @@ async def measure_opensearch(
         )
         out.append(result)
         print(f"  opensearch run {run + 1}: ratio {result['ratio_p95_in_call']}", file=sys.stderr, flush=True)
-    fragments = await fragment_costs(backends["long"], [p[2] for p in sides["long"][3]], runs)
+    chunks = await build_chunk_index(backends["long"], long_)
+    fragments = await fragment_costs(backends["long"], [p[2] for p in sides["long"][3]], runs, chunks)
+    await backends["long"].client.indices.delete(index=f"{CHUNK_INDEX},{WHOLE_INDEX}", params={"request_timeout": 60})
     for backend in backends.values():
         await backend.drop()
         await backend.close()
     return {"runs": out, "fragments": fragments}
 
 
-async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[str, Any]:
-    """Raw client latency and response size at 30 KB: whole body vs highlight fragment vs script substring."""
+# The chunk prototype: raw chunks of CHUNK_CHARS that run on by CHUNK_OVERLAP (so a snippet window around a
+# match in a chunk's first CHUNK_OVERLAP characters is also whole in the chunk before), cut between words.
+CHUNK_CHARS, CHUNK_OVERLAP, CHUNK_HEAD = 2_048, 1_024, 2_048
+CHUNK_INDEX = "bench-shaping-chunks"
+WHOLE_INDEX = "bench-shaping-chunks-whole"  # the same tickets whole, by the same bulk path: the parity reference
+
+
+_WORD_CHAR = re.compile(WORD_CHAR)  # the engines' word characters, marks and joiners included
+
+
+def _word_end(body: str, at: int) -> int:
+    while at < len(body) and _WORD_CHAR.match(body, at):
+        at += 1
+    return at
+
+
+def body_chunks(body: str) -> list[dict[str, Any]]:
+    """Overlapping chunks of ``body`` with their offsets; every chunk starts and ends between words."""
+    out: list[dict[str, Any]] = []
+    start = 0
+    while start < len(body):
+        following = _word_end(body, start + CHUNK_CHARS)
+        if following >= len(body):
+            out.append({"o": start, "t": body[start:]})
+            break
+        out.append({"o": start, "t": body[start : _word_end(body, following + CHUNK_OVERLAP)]})
+        start = following
+    return out
+
+
+async def _bulk_index(backend: Any, docs: list[dict[str, Any]], index: str, *, chunked: bool) -> tuple[float, float]:
+    """``docs`` into a new ``index`` by one bulk path (seconds, store MB); chunked: long bodies as ``head`` +
+    nested ``chunks`` instead of ``body``."""
+    from opensearchpy.helpers import async_bulk
+
+    from scopegate.backends import dsl
+
+    spec, client = backend.spec, backend.client
+    mappings = dsl.mappings(spec)
+    if chunked:
+        mappings["properties"]["head"] = {"type": "text", "index": False}
+        mappings["properties"]["chunks"] = {
+            "type": "nested",
+            "properties": {
+                "o": {"type": "integer"},
+                "t": {"type": "text", "analyzer": dsl.ANALYZER, "index_options": "freqs"},
+            },
+        }
+    await client.indices.delete(index=index, ignore_unavailable=True)
+    await client.indices.create(
+        index=index, body={"settings": dsl.index_settings(refresh_interval="-1"), "mappings": mappings}
+    )
+
+    def actions() -> Any:
+        for doc in docs:
+            source = dsl.document_source(spec, doc)
+            body = source.get(spec.snippet_field, "")
+            if chunked and len(body) > CHUNK_HEAD:
+                source["head"] = body[:CHUNK_HEAD]
+                source["chunks"] = body_chunks(source.pop(spec.snippet_field))
+            yield {"_index": index, "_id": source[spec.id_field], "_source": source}
+
+    t0 = time.perf_counter()
+    await async_bulk(client, actions(), chunk_size=500, request_timeout=300)
+    await client.indices.refresh(index=index, params={"request_timeout": 300})
+    seconds = time.perf_counter() - t0
+    stats = await client.indices.stats(index=index, metric="store")
+    size = sum(i["total"]["store"]["size_in_bytes"] for i in stats["indices"].values())
+    return seconds, size / 1e6
+
+
+async def build_chunk_index(backend: Any, docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The long tickets chunked, and (for the ingest and store comparison) whole, by the same bulk path."""
+    whole_s, whole_mb = await _bulk_index(backend, docs, WHOLE_INDEX, chunked=False)
+    chunk_s, chunk_mb = await _bulk_index(backend, docs, CHUNK_INDEX, chunked=True)
+    return {
+        "index": CHUNK_INDEX,
+        "ingest_s": round(chunk_s, 1),
+        "store_mb": round(chunk_mb, 1),
+        "whole_ingest_s": round(whole_s, 1),
+        "whole_store_mb": round(whole_mb, 1),
+    }
+
+
+def _first_chunk_body(spec: Any, query: Any) -> dict[str, Any]:
+    from scopegate.backends import dsl
+
+    body = dsl.search_body(spec, query)
+    body["_source"] = [f for f in body["_source"] if f != spec.snippet_field] + ["head"]
+    body["query"]["bool"]["should"] = [
+        {
+            "nested": {
+                "path": "chunks",
+                "score_mode": "none",  # adds 0: the page and its scores are the whole-body index's
+                "query": {"match": {"chunks.t": {"query": query.text, "operator": "or"}}},
+                "inner_hits": {"size": 1, "sort": [{"chunks.o": "asc"}], "_source": ["chunks.o", "chunks.t"]},
+            }
+        }
+    ]
+    return body
+
+
+async def chunk_parity(backend: Any, queries: list[Any]) -> dict[str, int]:
+    """Same pages as the same tickets whole (same bulk path, same settings)? Is the first chunk's first match
+    the body's first match?"""
+    from scopegate.backends import dsl
+    from scopegate.search.snippet import TermFinder
+
+    spec, client = backend.spec, backend.search_client
+    out: dict[str, Any] = {
+        "pages_same": 0,
+        "pages_differ": 0,
+        "first_match_same": 0,
+        "first_match_differs": 0,
+        "no_match_same": 0,
+        "examples": [],
+    }
+    for query in queries:
+        whole = await client.search(index=WHOLE_INDEX, body=dsl.search_body(spec, query))
+        chunked = await client.search(index=CHUNK_INDEX, body=_first_chunk_body(spec, query))
+        whole_hits, chunk_hits = whole["hits"]["hits"], chunked["hits"]["hits"]
+        same = [(h["_id"], h["_score"]) for h in whole_hits] == [(h["_id"], h["_score"]) for h in chunk_hits]
+        out["pages_same" if same else "pages_differ"] += 1
+        finder = TermFinder(unique_terms(query.text), backend.analyze)
+        for w, c in zip(whole_hits, chunk_hits, strict=False):
+            body = w["_source"].get(spec.snippet_field, "")
+            if len(body) <= CHUNK_HEAD:
+                continue
+            at = finder.first_match(body)
+            inner = c.get("inner_hits", {}).get("chunks", {}).get("hits", {}).get("hits", [])
+            chunk = inner[0]["_source"] if inner else {"o": None, "t": ""}
+            found = finder.first_match(chunk["t"])
+            if not inner and at is None:
+                out["no_match_same"] += 1
+            elif at is not None and found is not None and chunk["o"] + found == at:
+                out["first_match_same"] += 1
+            else:
+                out["first_match_differs"] += 1
+                if len(out["examples"]) < 5:  # what the snippet rule found, and where the engine's chunk was
+                    word = body[at : at + 24] if at is not None else None
+                    out["examples"].append({"body_first": at, "word": word, "chunk_at": chunk["o"], "in_chunk": found})
+    return out
+
+
+async def fragment_costs(backend: Any, queries: list[Any], runs: int, chunks: dict[str, Any]) -> dict[str, Any]:
+    """Raw client latency and response size at 30 KB: whole body vs highlight fragment vs script substring vs
+    the first matching chunk."""
     from scopegate.backends import dsl
 
     spec = backend.spec
@@ -243,11 +397,20 @@ async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[st
         body["script_fields"] = {"head": {"script": {"source": source}}}
         return body
 
+    def first_chunk(query: Any) -> dict[str, Any]:
+        return _first_chunk_body(spec, query)
+
     out: dict[str, Any] = {}
-    for name, make in (("whole_source", whole), ("highlight_fragment", highlight), ("script_substring", script)):
+    ways = (
+        ("whole_source", alias, whole),
+        ("highlight_fragment", alias, highlight),
+        ("script_substring", alias, script),
+        ("first_chunk_inner_hit", chunks["index"], first_chunk),
+    )
+    for name, index, make in ways:
         p95s, p50s, sizes = [], [], []
         try:
-            await client.search(index=alias, body=make(queries[0]), params={"request_timeout": 10})
+            await client.search(index=index, body=make(queries[0]), params={"request_timeout": 10})
         except Exception as exc:  # e.g. a node built without the painless module: recorded, not fatal
             out[name] = {"unsupported": f"{type(exc).__name__}: {exc}"[:300]}
             continue
@@ -256,7 +419,7 @@ async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[st
             for query in queries:
                 body = make(query)
                 t0 = time.perf_counter()
-                response = await client.search(index=alias, body=body, params={"request_timeout": 10})
+                response = await client.search(index=index, body=body, params={"request_timeout": 10})
                 samples.append((time.perf_counter() - t0) * 1000)
                 sizes.append(len(json.dumps(response)))
             p = percentiles(samples)
@@ -267,6 +430,7 @@ async def fragment_costs(backend: Any, queries: list[Any], runs: int) -> dict[st
             "p95_ms": spread(p95s),
             "response_chars_mean": round(statistics.fmean(sizes)),
         }
+    out["first_chunk_inner_hit"].update(chunks, parity=await chunk_parity(backend, queries[:400]))
     return out
 
 
@@ -315,6 +479,21 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append(f"| {name} | not supported by this node: {f['unsupported'][:120]} | | |")
                 continue
             lines.append(f"| {name} | {fmt(f['p50_ms'])} | {fmt(f['p95_ms'])} | {f['response_chars_mean']:,} |")
+        chunk = data["engines"]["opensearch"]["fragments"].get("first_chunk_inner_hit", {})
+        if "parity" in chunk:
+            p = chunk["parity"]
+            hits = p["first_match_same"] + p["first_match_differs"] + p["no_match_same"]
+            lines += [
+                "",
+                f"First-chunk prototype ({CHUNK_CHARS:,}-character chunks running on by {CHUNK_OVERLAP:,}, bodies over "
+                f"{CHUNK_HEAD:,} characters), against the whole bodies by the same bulk path: ingest "
+                f"{chunk['ingest_s']} s against {chunk['whole_ingest_s']} s for {data['tickets']:,} tickets, "
+                f"store {chunk['store_mb']} MB against {chunk['whole_store_mb']} MB. On "
+                f"{p['pages_same'] + p['pages_differ']} queries: pages identical {p['pages_same']}, differ "
+                f"{p['pages_differ']}. Of {hits} long hits, the chunk's first match is the body's first match "
+                f"{p['first_match_same']} times, neither has one {p['no_match_same']}, they differ "
+                f"{p['first_match_differs']}." + (f" Where they differ: {p['examples']}." if p.get("examples") else ""),
+            ]
     return "\n".join(lines)
 
 

@@ -58,6 +58,16 @@ ROUTING_MODES: tuple[RoutingMode, ...] = ("none", "tenant")
 # the built-in "english" analyser (Porter 1) differed on 17. Same terms mean
 # the same matching documents, so totals agree with the embedded engine and
 # snippets (analysed locally with tantivy) highlight what the engine matched.
+#
+# One rule differs: the revision of Snowball English in tantivy keeps the double of a stem that is
+# exactly a, e or o and a doubled consonant ("adding", "added" -> add; "erring" -> err); Lucene's older
+# porter2 makes them "ad", "er", so a search for "add" would miss "adding" on OpenSearch only. The
+# override gives those forms tantivy's stems before the stemmer sees them (indexes created before keep
+# the analysis they were created with).
+KEPT_DOUBLE_STEMS = tuple(
+    vowel + double for vowel in "aeo" for double in ("bb", "dd", "ff", "gg", "mm", "nn", "pp", "rr", "tt")
+)
+KEPT_DOUBLE_SUFFIXES = ("ing", "ed", "ings", "eds", "ingly", "edly")
 SCOPEGATE_EN_ANALYSIS: dict[str, Any] = {
     "tokenizer": {
         "scopegate_words": {"type": "pattern", "pattern": r"\w+", "group": 0, "flags": "UNICODE_CHARACTER_CLASS"}
@@ -65,13 +75,20 @@ SCOPEGATE_EN_ANALYSIS: dict[str, Any] = {
     "filter": {
         "scopegate_long": {"type": "length", "max": 63},
         "scopegate_stop": {"type": "stop", "stopwords": "_english_"},
+        "scopegate_kept_doubles": {
+            "type": "stemmer_override",
+            "rules": [
+                ", ".join(stem + suffix for suffix in KEPT_DOUBLE_SUFFIXES) + f" => {stem}"
+                for stem in KEPT_DOUBLE_STEMS
+            ],
+        },
         "scopegate_stem": {"type": "stemmer", "language": "porter2"},
     },
     "analyzer": {
         ANALYZER: {
             "type": "custom",
             "tokenizer": "scopegate_words",
-            "filter": ["scopegate_long", "lowercase", "scopegate_stop", "scopegate_stem"],
+            "filter": ["scopegate_long", "lowercase", "scopegate_stop", "scopegate_kept_doubles", "scopegate_stem"],
         }
     },
 }

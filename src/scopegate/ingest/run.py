@@ -78,15 +78,14 @@ async def ingest_into_index(
     total: int | None = None,
 ) -> IngestReport:
     """Upsert the records of ``path`` into the embedded index folder ``index`` (created if missing)."""
-    from scopegate.backends.embedded import EmbeddedBackend
     from scopegate.ingest.precheck import check_columns, source_columns
 
-    check_columns(spec, mapping or FieldMapping(), source_columns(path, fmt), Path(path).name)  # before mkdir
-    backend = EmbeddedBackend(spec, index)
-    try:
-        return await ingest_path(backend, path, mapping, fmt=fmt, batch_size=batch_size, progress=progress, total=total)
-    finally:
-        await backend.close()
+    mapping = mapping or FieldMapping()
+    check_columns(spec, mapping, source_columns(path, fmt), Path(path).name)  # before the folder is made
+    records = mapping.apply(spec, read_records(path, fmt))
+    return await ingest_stream_into_index(
+        index, records, spec, batch_size=batch_size, progress=progress, total=total, label=Path(path).name
+    )
 
 
 async def ingest_stream_into_index(
@@ -96,6 +95,7 @@ async def ingest_stream_into_index(
     *,
     batch_size: int = 10_000,
     progress: bool = True,
+    total: int | None = None,
     label: str = "ingest",
 ) -> IngestReport:
     """Upsert already mapped ``records`` (a source read once) into the embedded index folder ``index``."""
@@ -103,7 +103,9 @@ async def ingest_stream_into_index(
 
     backend = EmbeddedBackend(spec, index)
     try:
-        return await ingest_records(backend, records, batch_size=batch_size, progress=progress, label=label)
+        return await ingest_records(
+            backend, records, batch_size=batch_size, progress=progress, total=total, label=label
+        )
     finally:
         await backend.close()
 

@@ -129,7 +129,8 @@ class AggregateTool:
             except ScopeMissing:
                 return self._outcome(request, tool_error(NO_SCOPE, NO_SCOPE_MESSAGE))
             query = build_query(self.settings, request, scope)
-            raw = await asyncio.wait_for(self.backend.aggregate(query), timeout=self.spec.client_timeout_s)
+            async with asyncio.timeout(self.spec.client_timeout_s):
+                raw = await self.backend.aggregate(query)
             return self._outcome(request, shape_aggregation(self.settings, request, raw))
         except FieldUnavailable as exc:
             message = f"this index cannot be counted by {exc.field!r} until it is re-indexed"

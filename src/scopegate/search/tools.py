@@ -158,7 +158,9 @@ class SearchTool(_SpecTool):
             )
         query = self.build_query(request, scope)
         try:
-            raw = await asyncio.wait_for(self.backend.search(query), timeout=self.spec.client_timeout_s)
+            # asyncio.timeout, unlike wait_for, does not wrap the call in a new task (a loop turn per call).
+            async with asyncio.timeout(self.spec.client_timeout_s):
+                raw = await self.backend.search(query)
         except Exception as exc:
             return backend_failure(exc, self.spec)
         return shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
@@ -210,7 +212,8 @@ class FetchTool(_SpecTool):
                 scope = _scope(self.spec, ctx)
             except ScopeMissing:
                 return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
-            doc = await asyncio.wait_for(self.backend.get(doc_id, scope), timeout=self.spec.client_timeout_s)
+            async with asyncio.timeout(self.spec.client_timeout_s):
+                doc = await self.backend.get(doc_id, scope)
         except Exception as exc:
             return backend_failure(exc, self.spec)
         if doc is None:

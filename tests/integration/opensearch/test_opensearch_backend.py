@@ -105,7 +105,10 @@ async def test_analyzer_matches_the_embedded_one(
     """The engine-side scopegate_en analyser and the local tantivy one agree on the corpus."""
     index = (await os_backend.generation()).split("#")[0]
     samples = [d["subject"] + " " + d["body"] for d in corpus[::97]] + [
-        'tenant_id:* OR "quoted" Ünïcödé café naïve E4012 card_declined PSP-502 customers\' x' + "y" * 70
+        'tenant_id:* OR "quoted" Ünïcödé café naïve E4012 card_declined PSP-502 customers\' x' + "y" * 70,
+        # Stems that keep their double (dsl.KEPT_DOUBLE_STEMS), and words either side of that rule.
+        " ".join(stem + suffix for stem in dsl.KEPT_DOUBLE_STEMS for suffix in ("", *dsl.KEPT_DOUBLE_SUFFIXES)),
+        "Adding ADDED adds readding padding hopping stopped inning inned odder egg eggs offing offs",
     ]
     async with httpx.AsyncClient(timeout=10) as client:
         for text in samples:
