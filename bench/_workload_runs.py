@@ -80,8 +80,12 @@ async def pairs(
     raw: RawCall,
     timed: Timed,
     plan: Sequence[tuple[dict[str, Any], CallContext, SearchQuery]],
+    raw_timed: Timed | None = None,
 ) -> dict[str, Any]:
-    """Interleaved raw/tool pairs over ``plan``: latency percentiles and both overheads (ms)."""
+    """Interleaved raw/tool pairs over ``plan``: latency percentiles and both overheads (ms).
+
+    With ``raw_timed``, the raw call's latency is the time inside it (a raw call run on an
+    application thread, timed there: the thread hop is not the engine's)."""
     raw_ms: list[float] = []
     tool_ms: list[float] = []
     inside_ms: list[float] = []
@@ -91,12 +95,16 @@ async def pairs(
     for i, (args, ctx, query) in enumerate(plan):
 
         async def run_raw(query: SearchQuery = query) -> float:
+            if raw_timed is not None:
+                raw_timed.inside.clear()
             t0 = time.perf_counter()
             try:
                 await raw(query)
             except Exception:  # e.g. the engine's own timeout on a cold query: counted, not fatal
                 failures["raw"] += 1
                 return -(time.perf_counter() - t0)
+            if raw_timed is not None and len(raw_timed.inside) == 1:
+                return raw_timed.inside[0]
             return time.perf_counter() - t0
 
         async def run_tool(args: dict[str, Any] = args, ctx: CallContext = ctx) -> tuple[float, dict[str, Any]]:

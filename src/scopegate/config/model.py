@@ -569,6 +569,12 @@ class ServerConfig:
     name: Annotated[str, Strict(), Field(min_length=1, max_length=128)] = "scopegate"
     instructions: Text | None = None
     http: HttpConfig = Field(default_factory=HttpConfig)
+    retain_freed_memory_mb: Annotated[int, _count(0, 2047)] | None = Field(
+        default=64,
+        description="glibc only: freed heap memory the server keeps for the next call instead of returning it "
+        "to the kernel after every call (M_TRIM_THRESHOLD; blocks up to 4 MiB from the heap), so long bodies "
+        "do not fault the same pages in on every search; null: the allocator's defaults.",
+    )
 
 
 Limit = Annotated[int, _count(0, 100_000)]

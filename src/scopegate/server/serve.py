@@ -57,6 +57,10 @@ async def serve_config(
     from scopegate.server.http_app import serve_http
     from scopegate.server.stdio_app import serve_stdio
 
+    if config.server.retain_freed_memory_mb is not None:
+        from scopegate.server.allocator import retain_freed_memory
+
+        retain_freed_memory(config.server.retain_freed_memory_mb * 1024 * 1024)
     if not (demo_data or allow_empty):
         from scopegate.server.indexes import refuse_unready
 
