@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import ctypes
 import platform
-import resource
+import subprocess
 import sys
 
 import pytest
@@ -15,26 +14,40 @@ from scopegate.server.allocator import retain_freed_memory
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
-def _faults_over(rounds: int) -> int:
-    """Minor page faults while allocating and freeing four 300 KB blocks, ``rounds`` times."""
+# Run in a fresh interpreter: earlier tests leave the allocator's state (thresholds, free chunks) behind.
+PROBE = """
+import ctypes, resource, sys
+from scopegate.server.allocator import retain_freed_memory
+
+def faults(rounds):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(rounds):
         blocks = [ctypes.create_string_buffer(300_000) for _ in range(4)]
         del blocks
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
+limit = int(sys.argv[1])
+ok = retain_freed_memory(limit)
+faults(5)
+print(ok, faults(200))
+"""
+
+
+def _probe(limit: int) -> tuple[bool, int]:
+    """(settings taken, minor faults while allocating and freeing four 300 KB blocks 200 times)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(limit)], capture_output=True, text=True, timeout=60, check=True
+    )
+    ok, faults = out.stdout.split()
+    return ok == "True", int(faults)
+
 
 @pytest.mark.skipif(not GLIBC, reason="the thresholds are glibc's")
 def test_retained_memory_is_not_faulted_in_again() -> None:
-    try:
-        assert retain_freed_memory(128 * 1024) is True  # glibc's starting thresholds
-        _faults_over(5)
-        assert _faults_over(200) > 2_000  # mapped and returned every round: each page faulted in again
-        assert retain_freed_memory(64 * 1024 * 1024) is True
-        _faults_over(5)  # the heap grows once
-        assert _faults_over(200) < 20  # then the same pages serve every round
-    finally:
-        retain_freed_memory(128 * 1024)  # glibc's starting thresholds, for the rest of the session
+    ok, faults = _probe(128 * 1024)  # glibc's starting thresholds
+    assert ok and faults > 2_000  # mapped and returned every round: each page faulted in again
+    ok, faults = _probe(64 * 1024 * 1024)
+    assert ok and faults < 20  # the heap grows once, then the same pages serve every round
 
 
 def test_a_negative_limit_is_refused() -> None:
