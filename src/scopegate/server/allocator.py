@@ -26,6 +26,8 @@ M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
 # Blocks above this still come from mmap: a rare huge buffer is not kept in the heap.
 MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
+# glibc's starting mmap threshold: a smaller limit never lowers it (0 would send every heap growth to mmap).
+GLIBC_MMAP_THRESHOLD_BYTES = 128 * 1024
 
 
 def retain_freed_memory(limit_bytes: int) -> bool:
@@ -42,5 +44,6 @@ def retain_freed_memory(limit_bytes: int) -> bool:
     mallopt.restype = ctypes.c_int
     limit = min(limit_bytes, 2**31 - 1)
     trimmed: bool = mallopt(M_TRIM_THRESHOLD, limit) == 1
-    mapped: bool = mallopt(M_MMAP_THRESHOLD, min(limit, MMAP_THRESHOLD_BYTES)) == 1
+    mmap_threshold = max(GLIBC_MMAP_THRESHOLD_BYTES, min(limit, MMAP_THRESHOLD_BYTES))
+    mapped: bool = mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1
     return trimmed and mapped
