@@ -52,6 +52,9 @@ def test_the_c_scan_is_built_and_used() -> None:
     from scopegate.search import _wordscan
 
     assert snippet_module.first_start is _wordscan.first_start
+    assert snippet_module.snippets_size is _wordscan.snippets_size
+    assert snippet_module.shrink_limit is _wordscan.shrink_limit
+    assert snippet_module.cut_snippets is _wordscan.cut_snippets
     assert scopegate.text.clean_head is _wordscan.clean_head and scopegate.text.clean_tail is _wordscan.clean_tail
 
 
@@ -397,3 +400,105 @@ def test_the_word_tables_are_this_pythons_unicode() -> None:
         assert word_runs(f"a{chr(a)}b") == "a b", hex(a)
     for a, _ in word_marks.WORD_CONNECTORS:
         assert word_runs(f"{chr(a)}b") == f"{chr(a)}b", hex(a)
+
+
+# -- the shrink rounds' arithmetic in C against snippet.py's definitions --------------------------------
+# Quotes and backslashes (what JSON escapes), wide characters (every storage width, and slices of a wide
+# text that are narrow again), spaces at every distance from a cut.
+SPAN_PARTS = st.sampled_from([*WORDS, " ", '"', "\\", "é", "’", "😀", "ab  cd", "\u2026", "x" * 30])
+
+
+@given(st.lists(SPAN_PARTS, max_size=120).map("".join), queries, st.integers(1, 600), st.data())
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_snippet_spans_in_c_equal_the_python_definitions(
+    body: str, query: str, limit: int, data: st.DataObject
+) -> None:
+    from scopegate.search import _wordscan
+
+    finder = TermFinder(unique_terms(query), analyze)
+    sources = [
+        snippet_module.prepare(piece, finder, limit, shorter=shorter)
+        for piece in (body, body[: len(body) // 2], body[len(body) // 3 :])
+        for shorter in (False, True)
+    ]
+    for smaller in sorted({limit, max(1, limit // 2), max(1, limit - 37), 40, 2, 1, 0}):
+        if smaller > limit:
+            continue
+        assert _wordscan.snippets_size(sources, smaller) == snippet_module.py_snippets_size(sources, smaller)
+        cut = _wordscan.cut_snippets(sources, smaller)
+        expected = snippet_module.py_cut_snippets(sources, smaller)
+        assert cut == expected
+        # Equal and of the same storage width: Python compares strings of different widths as unequal.
+        assert [len(c.encode("utf-32-le")) for c in cut] == [len(e.encode("utf-32-le")) for e in expected]
+        assert [c.isascii() for c in cut] == [e.isascii() for e in expected]
+    base = data.draw(st.integers(0, 3000))
+    budget = data.draw(st.integers(0, 5000))
+    size = base + snippet_module.py_snippets_size(sources, limit)
+    floor = data.draw(st.integers(0, limit))
+    assert _wordscan.shrink_limit(sources, base, budget, limit, size, floor) == snippet_module.py_shrink_limit(
+        sources, base, budget, limit, size, floor
+    )
+
+
+@st.composite
+def snippet_sources(draw: st.DrawFn) -> snippet_module.SnippetSource:
+    """Any source within the contract prepare keeps (a match opened without the body's start has more
+    than a fifth of the limit before it), not only those prepare happens to make."""
+    texts = st.lists(SPAN_PARTS | st.sampled_from([" ", "  ", " x", "x "]), max_size=40).map("".join)
+    limit = draw(st.integers(0, 80))
+    head, local = draw(texts), draw(texts)
+    if draw(st.booleans()) or not local:
+        return snippet_module.SnippetSource(limit, head, draw(st.booleans()))
+    from_start = draw(st.booleans()) or len(local) <= limit // 5
+    at = draw(st.integers(0 if from_start else limit // 5 + 1, len(local)))
+    return snippet_module.SnippetSource(limit, head, False, local, at, from_start, draw(st.booleans()))
+
+
+@given(st.lists(snippet_sources(), max_size=6))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_snippet_spans_in_c_equal_the_python_definitions_on_any_source(
+    sources: list[snippet_module.SnippetSource],
+) -> None:
+    from scopegate.search import _wordscan
+
+    top = min((s.limit for s in sources), default=0)
+    for limit in range(top + 1):
+        assert _wordscan.snippets_size(sources, limit) == snippet_module.py_snippets_size(sources, limit)
+        cut = _wordscan.cut_snippets(sources, limit)
+        expected = snippet_module.py_cut_snippets(sources, limit)
+        assert cut == expected
+        assert [len(c.encode("utf-32-le")) for c in cut] == [len(e.encode("utf-32-le")) for e in expected]
+    size = 100 + snippet_module.py_snippets_size(sources, top)
+    assert _wordscan.shrink_limit(sources, 100, 150, top, size, 0) == snippet_module.py_shrink_limit(
+        sources, 100, 150, top, size, 0
+    )
+
+
+def test_snippet_spans_cut_at_a_space_exactly_half_way() -> None:
+    # cap_span keeps a space that is exactly limit // 2 into the window; one before that, it cuts mid-word.
+    from scopegate.search import _wordscan
+
+    for text in ("abcd efghijklmnop", "abc defghijklmnop"):
+        source = snippet_module.SnippetSource(10, text, False)
+        assert _wordscan.cut_snippets([source], 10) == snippet_module.py_cut_snippets([source], 10)
+    assert _wordscan.cut_snippets([snippet_module.SnippetSource(10, "abcde fghijklmnop", False)], 10) == ["abcde…"]
+    assert _wordscan.cut_snippets([snippet_module.SnippetSource(10, "abcd efghijklmnop", False)], 10) == ["abcd efgh…"]
+
+
+def test_snippet_spans_refuse_bad_arguments() -> None:
+    from scopegate.search import _wordscan
+
+    finder = TermFinder(unique_terms("refund"), analyze)
+    source = snippet_module.prepare("the refund failed " * 40, finder, 100)
+    with pytest.raises(ValueError, match="up to 100 characters, not 101"):
+        _wordscan.snippets_size([source], 101)
+    with pytest.raises(ValueError, match="up to 100 characters, not 101"):
+        snippet_module.py_snippets_size([source], 101)
+    assert _wordscan.cut_snippets((source,), 50) == snippet_module.py_cut_snippets([source], 50)  # any sequence
+    with pytest.raises(TypeError, match="must be a sequence"):
+        _wordscan.cut_snippets(5, 50)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        _wordscan.snippets_size([("not", "a", "source")], 50)  # type: ignore[list-item]
+    with pytest.raises(TypeError):
+        _wordscan.shrink_limit([source], 0, 10, 100)  # type: ignore[call-arg]
+    assert _wordscan.cut_snippets([], 50) == [] and _wordscan.snippets_size([], 50) == 0

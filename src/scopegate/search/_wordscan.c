@@ -48,6 +48,14 @@
  *   caller to check), the snippet window around it in the same call: (at, clean_tail(text, at,
  *   before_need), clean_head(text, at, after_need)); otherwise first_start's int. One call instead
  *   of four round trips per hit (issue 13: shaping 5 hits of 30 KB, 4-6% less time).
+ *
+ * snippets_size(sources, limit) -> int
+ * shrink_limit(sources, base, budget, limit, size, floor) -> (limit, size)
+ * cut_snippets(sources, limit) -> list[str]
+ *   The shaper's shrink rounds over a page's prepared snippet sources (SnippetSource tuples):
+ *   snippet.py_snippets_size, py_shrink_limit and py_cut_snippets are the definitions and the fallback
+ *   (tests/unit/test_wordscan.py holds these to them, string storage width included). A page of long
+ *   bodies sized every snippet at each limit it tried: 15 to 20 snippet_span calls in Python.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -586,6 +594,244 @@ static PyObject *word_end_of(PyObject *self, PyObject *const *args, Py_ssize_t n
     return PyLong_FromSsize_t(word_end(PyUnicode_KIND(args[0]), PyUnicode_DATA(args[0]), size, at));
 }
 
+/* -- snippet spans: the shrink rounds' arithmetic (scopegate.search.snippet.snippet_span) ------------ */
+
+#define ELLIPSIS_CHAR 0x2026
+
+/* Python's floor division for a positive divisor. */
+static Py_ssize_t floor_div(Py_ssize_t a, Py_ssize_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* cap_span(text, start, limit): the end of text[start:] cut to limit characters, and whether an
+ * ellipsis follows (snippet.cap_span: the last space in the first limit - 1 characters when it is at
+ * least half way, then trailing whitespace dropped). */
+static Py_ssize_t cap_end(int kind, const void *data, Py_ssize_t len, Py_ssize_t start, Py_ssize_t limit,
+                          int *tail) {
+    if (len - start <= limit) {
+        *tail = 0;
+        return len;
+    }
+    if (limit <= 1) {
+        *tail = limit == 1;
+        return start;
+    }
+    Py_ssize_t end = start + limit - 1, space = -1;
+    for (Py_ssize_t i = end - 1; i >= start; i--) {
+        if (PyUnicode_READ(kind, data, i) == ' ') {
+            space = i;
+            break;
+        }
+    }
+    if (space >= 0 && space - start >= limit / 2) end = space;
+    while (end > start && Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, end - 1))) end--;
+    *tail = 1;
+    return end;
+}
+
+typedef struct {
+    PyObject *text; /* borrowed */
+    Py_ssize_t start, end;
+    int lead, tail; /* an ellipsis before / after text[start:end] */
+} Span;
+
+/* snippet_span(source, limit) for a SnippetSource (limit, head, head_whole, local, at,
+ * before_from_start, after_whole); 0 on success, -1 with an exception set. */
+static int span_of(PyObject *source, Py_ssize_t limit, Span *out) {
+    if (!PyTuple_Check(source) || PyTuple_GET_SIZE(source) < 7) {
+        PyErr_SetString(PyExc_TypeError, "a snippet source is a SnippetSource");
+        return -1;
+    }
+    Py_ssize_t prepared = PyLong_AsSsize_t(PyTuple_GET_ITEM(source, 0));
+    if (prepared == -1 && PyErr_Occurred()) return -1;
+    if (limit > prepared) {
+        PyErr_Format(PyExc_ValueError, "prepared for snippets of up to %zd characters, not %zd", prepared, limit);
+        return -1;
+    }
+    PyObject *head = PyTuple_GET_ITEM(source, 1), *local = PyTuple_GET_ITEM(source, 3);
+    PyObject *at_obj = PyTuple_GET_ITEM(source, 4);
+    if (!PyUnicode_Check(head) || !PyUnicode_Check(local)) {
+        PyErr_SetString(PyExc_TypeError, "a snippet source's texts are str");
+        return -1;
+    }
+    int head_whole = PyObject_IsTrue(PyTuple_GET_ITEM(source, 2));
+    if (head_whole < 0) return -1;
+    out->lead = 0;
+    if (head_whole && PyUnicode_GET_LENGTH(head) <= limit) {
+        out->text = head;
+        out->start = 0;
+        out->end = PyUnicode_GET_LENGTH(head);
+        out->tail = 0;
+        return 0;
+    }
+    if (at_obj == Py_None) {
+        out->text = head;
+        out->start = 0;
+        out->end = cap_end(PyUnicode_KIND(head), PyUnicode_DATA(head), PyUnicode_GET_LENGTH(head), 0, limit, &out->tail);
+        return 0;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(at_obj);
+    if (at == -1 && PyErr_Occurred()) return -1;
+    int from_start = PyObject_IsTrue(PyTuple_GET_ITEM(source, 5));
+    if (from_start < 0) return -1;
+    int kind = PyUnicode_KIND(local);
+    const void *data = PyUnicode_DATA(local);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(local), context = floor_div(limit, 5), start = at - context;
+    int opened = 1;
+    if (from_start) {
+        if (start < 0) start = 0;
+        opened = start > 0;
+    }
+    if (start < 0 || at > len) { /* prepare never makes these: refuse rather than guess at Python's indexing */
+        PyErr_SetString(PyExc_ValueError, "a snippet source's match lies outside its text");
+        return -1;
+    }
+    out->text = local;
+    if (!opened) {
+        out->start = start;
+        out->end = cap_end(kind, data, len, start, limit, &out->tail);
+        return 0;
+    }
+    for (Py_ssize_t i = start; i < at; i++) { /* move forward to a word start */
+        if (PyUnicode_READ(kind, data, i) == ' ') {
+            start = i + 1;
+            break;
+        }
+    }
+    out->lead = 1;
+    out->start = start;
+    out->end = cap_end(kind, data, len, start, limit - 1, &out->tail);
+    return 0;
+}
+
+/* Characters the span gives as a JSON string's content: quotes and backslashes are escaped. */
+static Py_ssize_t span_size(const Span *span) {
+    int kind = PyUnicode_KIND(span->text);
+    const void *data = PyUnicode_DATA(span->text);
+    Py_ssize_t size = span->lead + (span->end - span->start) + span->tail;
+    for (Py_ssize_t i = span->start; i < span->end; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        size += c == '"' || c == '\\';
+    }
+    return size;
+}
+
+/* sources: a list or tuple (PySequence_Fast). */
+static Py_ssize_t sources_size(PyObject *sources, Py_ssize_t limit) {
+    Py_ssize_t total = 0, n = PySequence_Fast_GET_SIZE(sources);
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Span span;
+        if (span_of(PySequence_Fast_GET_ITEM(sources, k), limit, &span) < 0) return -1;
+        total += span_size(&span);
+    }
+    return total;
+}
+
+static int parse_ssizes(PyObject *const *args, Py_ssize_t from, Py_ssize_t count, Py_ssize_t *out) {
+    for (Py_ssize_t k = 0; k < count; k++) {
+        out[k] = PyLong_AsSsize_t(args[from + k]);
+        if (out[k] == -1 && PyErr_Occurred()) return -1;
+    }
+    return 0;
+}
+
+/* The arguments of the three functions below: a sequence of sources, then `count` ints into `out`.
+ * Returns the sources as a fast sequence (a new reference), or NULL with an exception set. */
+static PyObject *sources_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t count, Py_ssize_t *out,
+                              const char *usage) {
+    if (nargs != count + 1) {
+        PyErr_Format(PyExc_TypeError, "%s takes a sequence and %zd int(s)", usage, count);
+        return NULL;
+    }
+    if (parse_ssizes(args, 1, count, out) < 0) return NULL;
+    return PySequence_Fast(args[0], "the snippet sources must be a sequence");
+}
+
+/* snippets_size(sources, limit) -> int */
+static PyObject *snippets_size(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t limit;
+    PyObject *sources = sources_args(args, nargs, 1, &limit, "snippets_size(sources, limit)");
+    if (sources == NULL) return NULL;
+    Py_ssize_t total = sources_size(sources, limit);
+    Py_DECREF(sources);
+    return total < 0 ? NULL : PyLong_FromSsize_t(total);
+}
+
+/* shrink_limit(sources, base, budget, limit, size, floor) -> (limit, size) */
+static PyObject *shrink_limit(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t v[5];
+    PyObject *sources = sources_args(args, nargs, 5, v, "shrink_limit(sources, base, budget, limit, size, floor)");
+    if (sources == NULL) return NULL;
+    Py_ssize_t base = v[0], budget = v[1], limit = v[2], size = v[3], floor = v[4];
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sources);
+    while (size > budget && limit > floor) {
+        Py_ssize_t step = (size - budget) / (n > 1 ? n : 1) + 1;
+        limit -= step > 20 ? step : 20;
+        if (limit < floor) limit = floor;
+        Py_ssize_t sizes = sources_size(sources, limit);
+        if (sizes < 0) {
+            Py_DECREF(sources);
+            return NULL;
+        }
+        size = base + sizes;
+    }
+    Py_DECREF(sources);
+    return Py_BuildValue("(nn)", limit, size);
+}
+
+/* cut_snippets(sources, limit) -> list[str]: each snippet cut once (the text itself when it is whole). */
+static PyObject *cut_snippets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t limit;
+    PyObject *sources = sources_args(args, nargs, 1, &limit, "cut_snippets(sources, limit)");
+    if (sources == NULL) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(sources);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) {
+        Py_DECREF(sources);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        Span span;
+        if (span_of(PySequence_Fast_GET_ITEM(sources, k), limit, &span) < 0) {
+            Py_DECREF(out);
+            Py_DECREF(sources);
+            return NULL;
+        }
+        PyObject *piece;
+        Py_ssize_t len = PyUnicode_GET_LENGTH(span.text);
+        if (!span.lead && !span.tail) {
+            piece = span.start == 0 && span.end == len ? Py_NewRef(span.text)
+                                                       : PyUnicode_Substring(span.text, span.start, span.end);
+        } else {
+            /* The narrowest kind that holds the slice and the ellipsis: Python compares strings of
+             * different kinds as unequal, so a wider one than needed would be a different string. */
+            int kind = PyUnicode_KIND(span.text);
+            const void *data = PyUnicode_DATA(span.text);
+            Py_UCS4 widest = ELLIPSIS_CHAR;
+            for (Py_ssize_t i = span.start; i < span.end; i++) {
+                Py_UCS4 c = PyUnicode_READ(kind, data, i);
+                if (c > widest) widest = c;
+            }
+            piece = PyUnicode_New(span.lead + (span.end - span.start) + span.tail, widest);
+            if (piece != NULL) {
+                int out_kind = PyUnicode_KIND(piece);
+                void *out_data = PyUnicode_DATA(piece);
+                Py_ssize_t w = 0;
+                if (span.lead) PyUnicode_WRITE(out_kind, out_data, w++, ELLIPSIS_CHAR);
+                for (Py_ssize_t i = span.start; i < span.end; i++)
+                    PyUnicode_WRITE(out_kind, out_data, w++, PyUnicode_READ(kind, data, i));
+                if (span.tail) PyUnicode_WRITE(out_kind, out_data, w, ELLIPSIS_CHAR);
+            }
+        }
+        if (piece == NULL) {
+            Py_DECREF(out);
+            Py_DECREF(sources);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, k, piece);
+    }
+    Py_DECREF(sources);
+    return out;
+}
+
 static PyMethodDef METHODS[] = {
     {"word_end", (PyCFunction)(void (*)(void))word_end_of, METH_FASTCALL,
      "word_end(text, at) -> int: where the run of word characters from text[at] ends (see _wordscan.c)"},
@@ -601,6 +847,12 @@ static PyMethodDef METHODS[] = {
     {"first_window", (PyCFunction)(void (*)(void))first_window, METH_FASTCALL,
      "first_window(text, needles, start, known_misses, word_terms, wanted, before_need, after_need) "
      "-> int | (int, (str, bool), (str, bool)): see scopegate/search/_wordscan.c"},
+    {"snippets_size", (PyCFunction)(void (*)(void))snippets_size, METH_FASTCALL,
+     "snippets_size(sources, limit) -> int: sum of snippet_size over the sources (see _wordscan.c)"},
+    {"shrink_limit", (PyCFunction)(void (*)(void))shrink_limit, METH_FASTCALL,
+     "shrink_limit(sources, base, budget, limit, size, floor) -> (limit, size): the shrink rounds"},
+    {"cut_snippets", (PyCFunction)(void (*)(void))cut_snippets, METH_FASTCALL,
+     "cut_snippets(sources, limit) -> list[str]: snippet() of each source (see _wordscan.c)"},
     {NULL, NULL, 0, NULL},
 };
 

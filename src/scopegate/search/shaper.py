@@ -19,10 +19,11 @@ from scopegate.search.snippet import (
     Analyzer,
     TermFinder,
     cap_text,
+    cut_snippets,
     make_snippet,
     prepare,
-    snippet,
-    snippet_size,
+    shrink_limit,
+    snippets_size,
 )
 from scopegate.search.spec import MIN_FIELD_CHARS, MIN_SNIPPET_CHARS, SearchSpec
 from scopegate.text import clean_head
@@ -108,8 +109,9 @@ def shape_hits(
     """Hit items within ``spec.hits_char_budget``; the flag says whether anything was trimmed.
 
     Each body is prepared once (:func:`scopegate.search.snippet.prepare`): the
-    shrink rounds measure snippets of the prepared window (``snippet_size``), never the body,
-    and each snippet is cut once, at the limit that fits.
+    shrink rounds measure snippets of the prepared windows (``snippets_size``, ``shrink_limit``:
+    one C call for all rounds when built), never the bodies, and each snippet is cut once
+    (``cut_snippets``), at the limit that fits.
     """
     finder = TermFinder(terms, analyze)
     limit = spec.snippet_chars
@@ -118,12 +120,7 @@ def shape_hits(
     # JSON size of the list without the snippets' text: each snippet then adds its own encoding
     # (the 2 quotes of the empty string are already counted), so a round costs no full dump.
     base = _hits_size(fixed)
-
-    def size_at(snippet_limit: int) -> int:
-        return base + sum(snippet_size(src, snippet_limit) for src in sources)
-
-    truncated = False
-    size = size_at(limit)
+    size = base + snippets_size(sources, limit)
     if size > spec.hits_char_budget and limit > MIN_SNIPPET_CHARS:
         # Shrinking: a body that fitted whole now needs its first match too (it is short: cheap).
         sources = [
@@ -132,14 +129,10 @@ def shape_hits(
             else src
             for h, src in zip(hits, sources, strict=True)
         ]
-    while size > spec.hits_char_budget and limit > MIN_SNIPPET_CHARS:
-        truncated = True
-        over = size - spec.hits_char_budget
-        # Take the excess out of every snippet evenly, at least 20 characters a round.
-        limit = max(MIN_SNIPPET_CHARS, limit - max(20, over // max(1, len(hits)) + 1))
-        size = size_at(limit)
     # Rounds only measure; the snippets are cut once, at the limit that fits.
-    items = [{**item, "snippet": snippet(src, limit)} for item, src in zip(fixed, sources, strict=True)]
+    fitted, size = shrink_limit(sources, base, spec.hits_char_budget, limit, size, MIN_SNIPPET_CHARS)
+    truncated = fitted < limit
+    items = [{**item, "snippet": text} for item, text in zip(fixed, cut_snippets(sources, fitted), strict=True)]
     if size > spec.hits_char_budget:
         # Result fields themselves are huge: shorten every string value but the id in turn. An id
         # is never cut (the model must be able to cite it): hits that still do not fit are dropped.

@@ -10,10 +10,11 @@ cut on a word boundary with a trailing ellipsis.
 The work does not grow with the body beyond that window:
 
 - :class:`TermFinder` finds the first matching word in the *raw* body. Every
-  word that analyses to a term ``t`` contains ``needle(t)`` (``t`` minus its
-  last character, two for ``-ie``) case-insensitively, because the English
-  stemmer keeps the lowercased word but for the stem's last character (checked
-  over a million real and derived words: tests/unit/test_shaper_bounded.py).
+  word that analyses to a term ``t`` contains ``needle(t)`` (``t`` itself, or
+  ``t`` minus its last character when that is ``e``, ``i`` or ``l``, two for
+  ``-ie``) case-insensitively, because the English stemmer keeps the lowercased
+  word but for a stem's last ``e``, ``i`` or ``l`` (checked over a million real
+  and derived words: tests/unit/test_shaper_bounded.py).
   So only word starts where a needle begins are candidates, and only those
   words are analysed, once each (memo). The candidates come from a small C
   scan over the string's own storage (``_wordscan.c``: one pass, 16 characters
@@ -64,14 +65,24 @@ Window = tuple[int, tuple[str, bool], tuple[str, bool]]
 NativeWindow = Callable[
     [str, tuple[bytes, ...], int, AbstractSet[str], WordTerms, AbstractSet[str], int, int], "int | Window"
 ]
+SourcesSize = Callable[[Sequence["SnippetSource"], int], int]
+ShrinkLimit = Callable[[Sequence["SnippetSource"], int, int, int, int, int], tuple[int, int]]
+CutSnippets = Callable[[Sequence["SnippetSource"], int], list[str]]
 first_start: NativeScan | None
 native_window: NativeWindow | None
+_native_snippets_size: SourcesSize | None
+_native_shrink_limit: ShrinkLimit | None
+_native_cut_snippets: CutSnippets | None
 try:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
+    from scopegate.search._wordscan import cut_snippets as _native_cut_snippets
     from scopegate.search._wordscan import first_start
     from scopegate.search._wordscan import first_window as native_window
+    from scopegate.search._wordscan import shrink_limit as _native_shrink_limit
+    from scopegate.search._wordscan import snippets_size as _native_snippets_size
     from scopegate.search._wordscan import word_end as _word_end
 except ImportError:  # pragma: no cover - an install without a C compiler
     first_start = native_window = None
+    _native_cut_snippets = _native_shrink_limit = _native_snippets_size = None
 
     def _word_end(text: str, at: int, /) -> int:
         return _WORD_RUN.match(text, at).end()  # type: ignore[union-attr]  # \w* always matches
@@ -88,17 +99,26 @@ _WORD_START_CHAR = re.compile(WORD_START)
 _BACK_STEP = 64
 # The only characters outside ASCII whose lowercase is (or holds) an ASCII letter.
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
+# The last characters of a stem that the stemmer may have put there (see needle).
+_CHANGED_LAST = frozenset("eil")
 
 
 def needle(term: str) -> str:
     """What every word that analyses to ``term`` contains, lowercased (see module docstring).
 
-    The English stemmer keeps every character of the lowercased word but the
-    last one of the stem (``happy`` -> ``happi``, ``hoping`` -> ``hope``), except
-    ``-ying`` -> ``-ie`` (``dying`` -> ``die``), and never changes terms of one or
-    two characters.
+    The English stemmer (Porter2) keeps every character of the lowercased word
+    but the stem's last one, and only an ``e`` (``hoping`` -> ``hope``), an ``i``
+    (``happy`` -> ``happi``) or an ``l`` (``-bility`` -> ``-bl``) is ever not the
+    word's own; ``-ying`` -> ``-ie`` (``dying`` -> ``die``) differs in two, and its
+    one exceptional form ``skies`` -> ``sky`` in the ``y``. It never changes terms
+    of one or two characters. A last character outside ASCII is always left out:
+    the analyser lowercases character by character, a body is lowercased in context
+    (``ΣΟΦΟΣ``: ``σοφοσ`` against ``σοφος``). A longer needle means fewer candidate
+    words: with the whole term for most terms, a third fewer words are analysed.
     """
     if len(term) <= 2:
+        return term
+    if term[-1] not in _CHANGED_LAST and term[-1].isascii() and term != "sky":
         return term
     return term[: max(1, len(term) - (2 if term.endswith("ie") else 1))]
 
@@ -515,3 +535,37 @@ def make_snippet(text: str, terms: Iterable[str], analyze: Analyzer, limit: int)
     Falls back to the start of the text when no term occurs in it.
     """
     return snippet(prepare(text, TermFinder(terms, analyze), limit), limit)
+
+
+# -- a page's snippets: measured, shrunk and cut together ---------------------------------------------
+# The shaper measures every snippet of a page at each limit its shrink rounds try (snippet_size), then
+# cuts each once. In Python that is 15 to 20 calls of snippet_span per page of long bodies; the C module
+# does the same arithmetic on the same SnippetSource tuples (``_wordscan.c``, "snippet spans"), with
+# these functions as its definition and fallback (tests/unit/test_wordscan.py holds both to them).
+
+
+def py_snippets_size(sources: Sequence[SnippetSource], limit: int) -> int:
+    """Sum of :func:`snippet_size` over ``sources`` at ``limit``."""
+    return sum(snippet_size(source, limit) for source in sources)
+
+
+def py_shrink_limit(
+    sources: Sequence[SnippetSource], base: int, budget: int, limit: int, size: int, floor: int
+) -> tuple[int, int]:
+    """The shrink rounds: ``(limit, size)`` once ``base`` plus the snippets fit ``budget`` or ``limit``
+    is ``floor``. Each round takes the excess out of every snippet evenly, at least 20 characters."""
+    while size > budget and limit > floor:
+        over = size - budget
+        limit = max(floor, limit - max(20, over // max(1, len(sources)) + 1))
+        size = base + py_snippets_size(sources, limit)
+    return limit, size
+
+
+def py_cut_snippets(sources: Sequence[SnippetSource], limit: int) -> list[str]:
+    """:func:`snippet` of each source at ``limit``."""
+    return [snippet(source, limit) for source in sources]
+
+
+snippets_size: SourcesSize = py_snippets_size if _native_snippets_size is None else _native_snippets_size
+shrink_limit: ShrinkLimit = py_shrink_limit if _native_shrink_limit is None else _native_shrink_limit
+cut_snippets: CutSnippets = py_cut_snippets if _native_cut_snippets is None else _native_cut_snippets
