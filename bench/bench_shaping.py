@@ -121,7 +121,7 @@ async def measure_embedded(
     # The raw call runs where an asyncio application runs a blocking engine call: on a thread of its
     # own, timed there. Run on the event loop's thread instead (--raw-on-loop), its 30 KB bodies pass
     # through the loop core's caches just before half the tool calls, which no deployment does.
-    raw_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-raw")
+    raw_thread = None if raw_on_loop else ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-raw")
     for name, backend in (("short", short), ("long", long_)):
         tool = SearchTool(backend.spec, backend)
         timed, raw_timed = Timed(), Timed()
@@ -130,7 +130,7 @@ async def measure_embedded(
         engine_timed = raw_timed.wrap_sync(engine)
 
         async def raw(query: Any, engine: Any = engine_timed) -> Any:
-            if raw_on_loop:
+            if raw_thread is None:
                 return engine(query)
             return await asyncio.get_running_loop().run_in_executor(raw_thread, engine, query)
 
@@ -158,7 +158,8 @@ async def measure_embedded(
             file=sys.stderr,
             flush=True,
         )
-    raw_thread.shutdown()
+    if raw_thread is not None:
+        raw_thread.shutdown()
     return {"runs": out, "raw_call": "event loop thread" if raw_on_loop else "application thread"}
 
 

@@ -30,6 +30,7 @@ from scopegate.guard.guard import DEFAULT_CALL_TIMEOUT_S, DEFAULT_GENERATION_TTL
 from scopegate.scope import ScopeKeys
 from scopegate.search.aggregation import AggregationSpec, default_name
 from scopegate.search.spec import SearchSpec, SpecFields, Text, ToolName
+from scopegate.server.allocator import MMAP_THRESHOLD_BYTES
 from scopegate.validation import Problem, ProblemsFound, json_schema, model
 
 SCHEMA_ID = "https://scopegate.dev/schema/config-v1.json"
@@ -572,7 +573,8 @@ class ServerConfig:
     retain_freed_memory_mb: Annotated[int, _count(0, 2047)] | None = Field(
         default=64,
         description="glibc only: freed heap memory the server keeps for the next call instead of returning it "
-        "to the kernel after every call (M_TRIM_THRESHOLD; blocks up to 4 MiB from the heap), so long bodies "
+        f"to the kernel after every call (M_TRIM_THRESHOLD; blocks up to {MMAP_THRESHOLD_BYTES >> 20} MiB from the "
+        "heap), so long bodies "
         "do not fault the same pages in on every search; null: the allocator's defaults.",
     )
 

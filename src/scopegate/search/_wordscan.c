@@ -1,7 +1,7 @@
 /* Where the first word that may match a query term starts, read straight from a Python str.
  *
  * scopegate.search.snippet.TermFinder needs the first place in a raw body where an ASCII needle
- * (a query term minus its last character, lowercase) occurs case-insensitively with no ASCII word
+ * (snippet.needle: a query term, or its part every word analysed to it contains) occurs case-insensitively with no ASCII word
  * character just before it. In Python that costs a lowered copy of the body and one search per
  * needle (about 3 ns per character on a 30 KB ticket); here it is one pass over the string's own
  * storage (1, 2 or 4 bytes per character) with no copy. No library offers this: regex engines
@@ -54,8 +54,8 @@
  * cut_snippets(sources, limit) -> list[str]
  *   The shaper's shrink rounds over a page's prepared snippet sources (SnippetSource tuples):
  *   snippet.py_snippets_size, py_shrink_limit and py_cut_snippets are the definitions and the fallback
- *   (tests/unit/test_wordscan.py holds these to them, string storage width included). A page of long
- *   bodies sized every snippet at each limit it tried: 15 to 20 snippet_span calls in Python.
+ *   (tests/unit/test_wordscan.py holds these to them, string storage width included); why they are
+ *   in C is said there, above py_snippets_size.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

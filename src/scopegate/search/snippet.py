@@ -101,6 +101,8 @@ _BACK_STEP = 64
 _LOWERS_TO_ASCII = ("\u0130", "\u212a")
 # The last characters of a stem that the stemmer may have put there (see needle).
 _CHANGED_LAST = frozenset("eil")
+# The one stem whose last character (a y) the stemmer wrote: Porter2 lists skies -> sky as an exception.
+_WRITTEN_Y_STEM = "sky"
 
 
 def needle(term: str) -> str:
@@ -118,7 +120,7 @@ def needle(term: str) -> str:
     """
     if len(term) <= 2:
         return term
-    if term[-1] not in _CHANGED_LAST and term[-1].isascii() and term != "sky":
+    if term[-1] not in _CHANGED_LAST and term[-1].isascii() and term != _WRITTEN_Y_STEM:
         return term
     return term[: max(1, len(term) - (2 if term.endswith("ie") else 1))]
 
