@@ -2,13 +2,16 @@
 
 ``SCOPEGATE_ELASTICSEARCH_URL`` set: use that node. Otherwise fetch, unpack and
 start one with the project's manager in ``.cache/elasticsearch-node-pytest``
-and stop it after the session. No node: failure under ``CI``, a skip that
+(or, when the node's run user cannot reach the clone, in a folder of the system's
+temporary directory) and stop it after the session. No node: failure under ``CI``, a skip that
 prints the reason otherwise.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,7 +44,13 @@ def es_node() -> Iterator[tuple[ElasticsearchNode | None, str]]:
             no_node(f"{URL_ENV}={given} is not green: {exc}")
         yield None, given.rstrip("/")
         return
-    node = ElasticsearchNode(ESNodeConfig(state_dir=REPO / ".cache" / "elasticsearch-node-pytest"))
+    state_dir = REPO / ".cache" / "elasticsearch-node-pytest"
+    if ElasticsearchNode().blocked_folder(state_dir) is not None:
+        # A clone inside a 0700 folder (mktemp -d): the node's run user cannot reach the clone's .cache,
+        # so this clone's node keeps its state in the system's temporary folder instead.
+        digest = hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+        state_dir = Path(tempfile.gettempdir()) / f"scopegate-elasticsearch-pytest-{digest}"
+    node = ElasticsearchNode(ESNodeConfig(state_dir=state_dir))
     try:
         url = node.start(clean=True, timeout_s=240)
     except EngineNodeError as exc:

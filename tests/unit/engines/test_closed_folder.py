@@ -84,3 +84,20 @@ def test_preparing_a_node_under_a_closed_folder_names_it(tmp_path: Path, clone: 
     else:
         with pytest.raises(EngineNodeError, match=rf"cannot enter {above} "):
             node._prepare(clean=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the node runs as another user only when started by root")
+def test_blocked_folder_names_what_keeps_the_run_user_out(tmp_path: Path, clone: tuple[Path, Path]) -> None:
+    import pwd
+
+    from scopegate.engines.elasticsearch_node import RUN_USER, ElasticsearchNode
+
+    closed, home = clone
+    node = ElasticsearchNode()
+    node._run_user()  # creates the run user when missing
+    entry = pwd.getpwnam(RUN_USER)
+    above = first_closed_folder(tmp_path, entry.pw_uid, set(os.getgrouplist(RUN_USER, entry.pw_gid)))
+    os.chmod(closed, 0o700)
+    assert node.blocked_folder(home) == (above or closed)
+    os.chmod(closed, 0o755)
+    assert node.blocked_folder(home) == above

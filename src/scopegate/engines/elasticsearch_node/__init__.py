@@ -124,6 +124,15 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
                 ) from None
         return RUN_USER
 
+    def blocked_folder(self, path: Path) -> Path | None:
+        """The folder on the way to ``path`` that the node's run user cannot enter (the node runs as
+        another user only when started by root); None when that user gets there."""
+        user = self._run_user()
+        if user is None:
+            return None
+        entry = pwd.getpwnam(user)
+        return first_closed_folder(path, entry.pw_uid, set(os.getgrouplist(user, entry.pw_gid)))
+
     def _prepare(self, *, clean: bool) -> None:
         super()._prepare(clean=clean)
         cfg = self.config
@@ -140,7 +149,7 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
                 parent.chmod(parent.stat().st_mode | 0o711)
             # Folders above the state folder are the caller's: said, not changed (a mktemp folder is 0700).
             # Below it everything was just opened up, so the state folder is the one path to check.
-            closed = first_closed_folder(cfg.state_dir, entry.pw_uid, set(os.getgrouplist(user, entry.pw_gid)))
+            closed = self.blocked_folder(cfg.state_dir)
             if closed is not None:
                 info = closed.stat()
                 raise EngineNodeError(
