@@ -573,9 +573,8 @@ class ServerConfig:
     retain_freed_memory_mb: Annotated[int, _count(0, 2047)] | None = Field(
         default=64,
         description="glibc only: freed heap memory the server keeps for the next call instead of returning it "
-        f"to the kernel after every call (M_TRIM_THRESHOLD; blocks up to {MMAP_THRESHOLD_BYTES >> 20} MiB from the "
-        "heap), so long bodies "
-        "do not fault the same pages in on every search; null: the allocator's defaults.",
+        f"to the kernel after every call (M_TRIM_THRESHOLD; blocks up to {MMAP_THRESHOLD_BYTES >> 20} MiB from "
+        "the heap), so long bodies do not fault the same pages in on every search; null: the allocator's defaults.",
     )
 
 

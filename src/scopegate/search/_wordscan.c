@@ -1,8 +1,8 @@
 /* Where the first word that may match a query term starts, read straight from a Python str.
  *
  * scopegate.search.snippet.TermFinder needs the first place in a raw body where an ASCII needle
- * (snippet.needle: a query term, or its part every word analysed to it contains) occurs case-insensitively with no ASCII word
- * character just before it. In Python that costs a lowered copy of the body and one search per
+ * (snippet.needle: a query term, or the part of it every word analysed to it contains) occurs
+ * case-insensitively with no ASCII word character just before it. In Python that costs a lowered copy of the body and one search per
  * needle (about 3 ns per character on a 30 KB ticket); here it is one pass over the string's own
  * storage (1, 2 or 4 bytes per character) with no copy. No library offers this: regex engines
  * either need a lowered copy or are slower case-insensitively (RE2 and `regex` were measured),

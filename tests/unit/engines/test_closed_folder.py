@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 import os
+import pwd
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from scopegate.engines.elasticsearch_node import first_closed_folder
+from scopegate.engines.elasticsearch_node import RUN_USER, ElasticsearchNode, ESNodeConfig, first_closed_folder
 
 OTHER_UID = 65534  # nobody: owns none of the test's folders
 OTHER_GID = 65534
+
+
+def _closed_for_run_user(node: ElasticsearchNode, folder: Path) -> Path | None:
+    """The first folder on the way to ``folder`` that the node's run user cannot enter, found without
+    the node's own check: pytest's base folder may be closed already (0700 for root), and then it is
+    the one named, always."""
+    node._run_user()  # creates the run user when missing
+    entry = pwd.getpwnam(RUN_USER)
+    return first_closed_folder(folder, entry.pw_uid, set(os.getgrouplist(RUN_USER, entry.pw_gid)))
 
 
 @pytest.fixture
@@ -61,18 +71,12 @@ def test_folders_above_below_are_not_looked_at(tmp_path: Path, clone: tuple[Path
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the node runs as another user only when started by root")
 def test_preparing_a_node_under_a_closed_folder_names_it(tmp_path: Path, clone: tuple[Path, Path]) -> None:
-    import pwd
-
-    from scopegate.engines.elasticsearch_node import RUN_USER, ElasticsearchNode, ESNodeConfig
     from scopegate.errors import EngineNodeError
 
     closed, _ = clone
     node = ElasticsearchNode(ESNodeConfig(state_dir=closed / ".cache" / "es-state"))
     node.config.dist.mkdir(parents=True)  # an unpacked distribution: only its folder is chowned here
-    node._run_user()  # creates the run user when missing
-    entry = pwd.getpwnam(RUN_USER)
-    # pytest's own base folder may be closed already (0700 for root): then that one is named, always.
-    above = first_closed_folder(tmp_path, entry.pw_uid, set(os.getgrouplist(RUN_USER, entry.pw_gid)))
+    above = _closed_for_run_user(node, tmp_path)
     os.chmod(closed, 0o700)
     named = above or closed
     with pytest.raises(EngineNodeError, match=rf"cannot enter {named} \(mode d") as caught:
@@ -88,15 +92,9 @@ def test_preparing_a_node_under_a_closed_folder_names_it(tmp_path: Path, clone: 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the node runs as another user only when started by root")
 def test_blocked_folder_names_what_keeps_the_run_user_out(tmp_path: Path, clone: tuple[Path, Path]) -> None:
-    import pwd
-
-    from scopegate.engines.elasticsearch_node import RUN_USER, ElasticsearchNode
-
     closed, home = clone
     node = ElasticsearchNode()
-    node._run_user()  # creates the run user when missing
-    entry = pwd.getpwnam(RUN_USER)
-    above = first_closed_folder(tmp_path, entry.pw_uid, set(os.getgrouplist(RUN_USER, entry.pw_gid)))
+    above = _closed_for_run_user(node, tmp_path)
     os.chmod(closed, 0o700)
     assert node.blocked_folder(home) == (above or closed)
     os.chmod(closed, 0o755)
