@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
 from _measure import percentiles
@@ -75,6 +76,85 @@ def prepared(tool: SearchTool, plan: Sequence[WorkloadQuery]) -> list[tuple[dict
     return out
 
 
+@dataclass
+class Side:
+    """One index measured by raw/tool pairs: its tool, its raw call, the timer inside the tool's engine
+    call, its prepared plan and (optionally) the timer inside the raw call."""
+
+    tool: SearchTool
+    raw: RawCall
+    timed: Timed
+    plan: Sequence[tuple[dict[str, Any], CallContext, SearchQuery]]
+    raw_timed: Timed | None = None
+
+
+@dataclass
+class _PairStats:
+    raw_ms: list[float] = field(default_factory=list)
+    tool_ms: list[float] = field(default_factory=list)
+    inside_ms: list[float] = field(default_factory=list)
+    in_call: list[float] = field(default_factory=list)
+    paired: list[float] = field(default_factory=list)
+    failures: dict[str, int] = field(default_factory=lambda: {"raw": 0, "tool": 0})
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "failures": self.failures,
+            "raw_ms": percentiles(self.raw_ms),
+            "tool_ms": percentiles(self.tool_ms),
+            "engine_inside_tool_ms": percentiles(self.inside_ms),
+            "overhead_in_call_ms": percentiles(self.in_call),
+            "overhead_paired_ms": percentiles(self.paired),
+        }
+
+
+async def _one_pair(side: Side, i: int, raw_first: bool, stats: _PairStats) -> None:
+    """Query ``i`` of ``side.plan`` as a raw call and a tool call, in the order given, into ``stats``.
+
+    With ``side.raw_timed``, the raw call's latency is the time inside it (a raw call run on an
+    application thread, timed there: the thread hop is not the engine's)."""
+    args, ctx, query = side.plan[i]
+
+    async def run_raw() -> float:
+        if side.raw_timed is not None:
+            side.raw_timed.inside.clear()
+        t0 = time.perf_counter()
+        try:
+            await side.raw(query)
+        except Exception:  # e.g. the engine's own timeout on a cold query: counted, not fatal
+            stats.failures["raw"] += 1
+            return -(time.perf_counter() - t0)
+        if side.raw_timed is not None and len(side.raw_timed.inside) == 1:
+            return side.raw_timed.inside[0]
+        return time.perf_counter() - t0
+
+    async def run_tool() -> tuple[float, dict[str, Any]]:
+        side.timed.inside.clear()
+        t0 = time.perf_counter()
+        result = (await side.tool.run(args, ctx)).result
+        return time.perf_counter() - t0, result
+
+    if raw_first:
+        r = await run_raw()
+        t, result = await run_tool()
+    else:
+        t, result = await run_tool()
+        r = await run_raw()
+    # A failed call keeps its latency (the time it took to fail); overheads need both calls to succeed.
+    ok = result.get("status") == "ok"
+    if not ok:
+        if result.get("error_code") != "SEARCH_UNAVAILABLE":
+            raise RuntimeError(f"tool call failed: {args} -> {result}")
+        stats.failures["tool"] += 1
+    stats.raw_ms.append(abs(r) * 1000)
+    stats.tool_ms.append(t * 1000)
+    if ok and r >= 0 and len(side.timed.inside) == 1:
+        inner = side.timed.inside[0]
+        stats.inside_ms.append(inner * 1000)
+        stats.in_call.append((t - inner) * 1000)
+        stats.paired.append((t - r) * 1000)
+
+
 async def pairs(
     tool: SearchTool,
     raw: RawCall,
@@ -82,64 +162,31 @@ async def pairs(
     plan: Sequence[tuple[dict[str, Any], CallContext, SearchQuery]],
     raw_timed: Timed | None = None,
 ) -> dict[str, Any]:
-    """Interleaved raw/tool pairs over ``plan``: latency percentiles and both overheads (ms).
+    """Interleaved raw/tool pairs over ``plan`` (even pairs raw first): latency percentiles and both
+    overheads (ms)."""
+    side, stats = Side(tool, raw, timed, plan, raw_timed), _PairStats()
+    for i in range(len(plan)):
+        await _one_pair(side, i, i % 2 == 0, stats)
+    return stats.summary()
 
-    With ``raw_timed``, the raw call's latency is the time inside it (a raw call run on an
-    application thread, timed there: the thread hop is not the engine's)."""
-    raw_ms: list[float] = []
-    tool_ms: list[float] = []
-    inside_ms: list[float] = []
-    in_call: list[float] = []
-    paired: list[float] = []
-    failures = {"raw": 0, "tool": 0}
-    for i, (args, ctx, query) in enumerate(plan):
 
-        async def run_raw(query: SearchQuery = query) -> float:
-            if raw_timed is not None:
-                raw_timed.inside.clear()
-            t0 = time.perf_counter()
-            try:
-                await raw(query)
-            except Exception:  # e.g. the engine's own timeout on a cold query: counted, not fatal
-                failures["raw"] += 1
-                return -(time.perf_counter() - t0)
-            if raw_timed is not None and len(raw_timed.inside) == 1:
-                return raw_timed.inside[0]
-            return time.perf_counter() - t0
+async def interleaved_pairs(sides: Mapping[str, Side]) -> dict[str, dict[str, Any]]:
+    """Query by query, a raw/tool pair on every side (plans of equal length, the same queries).
 
-        async def run_tool(args: dict[str, Any] = args, ctx: CallContext = ctx) -> tuple[float, dict[str, Any]]:
-            timed.inside.clear()
-            t0 = time.perf_counter()
-            result = (await tool.run(args, ctx)).result
-            return time.perf_counter() - t0, result
-
-        if i % 2 == 0:
-            r = await run_raw()
-            t, result = await run_tool()
-        else:
-            t, result = await run_tool()
-            r = await run_raw()
-        # A failed call keeps its latency (the time it took to fail); overheads need both calls to succeed.
-        ok = result.get("status") == "ok"
-        if not ok:
-            if result.get("error_code") != "SEARCH_UNAVAILABLE":
-                raise RuntimeError(f"tool call failed: {args} -> {result}")
-            failures["tool"] += 1
-        raw_ms.append(abs(r) * 1000)
-        tool_ms.append(t * 1000)
-        if ok and r >= 0 and len(timed.inside) == 1:
-            inner = timed.inside[0]
-            inside_ms.append(inner * 1000)
-            in_call.append((t - inner) * 1000)
-            paired.append((t - r) * 1000)
-    return {
-        "failures": failures,
-        "raw_ms": percentiles(raw_ms),
-        "tool_ms": percentiles(tool_ms),
-        "engine_inside_tool_ms": percentiles(inside_ms),
-        "overhead_in_call_ms": percentiles(in_call),
-        "overhead_paired_ms": percentiles(paired),
-    }
+    The sides take turns going first (in the mapping's order on even pairs of queries, reversed on odd
+    ones) and, independently, raw or tool goes first in each pair: all four orders occur equally
+    often. So every side is measured in the same process state and the same minutes of the host:
+    comparing them compares what the calls themselves cost, not what ran before a block of them."""
+    names = list(sides)
+    lengths = {len(side.plan) for side in sides.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"the sides' plans differ in length: {lengths}")
+    stats = {name: _PairStats() for name in names}
+    for i in range(lengths.pop()):
+        order = names if (i // 2) % 2 == 0 else names[::-1]
+        for name in order:
+            await _one_pair(sides[name], i, i % 2 == 0, stats[name])
+    return {name: stats[name].summary() for name in names}
 
 
 async def concurrent_tool(

@@ -58,6 +58,30 @@ def test_the_c_scan_is_built_and_used() -> None:
     assert scopegate.text.clean_head is _wordscan.clean_head and scopegate.text.clean_tail is _wordscan.clean_tail
 
 
+class _Analyser:
+    """An analyser owned by an object, as a backend's bound ``analyze`` is."""
+
+    def analyze(self, text: str) -> list[str]:
+        return analyze(text)
+
+
+def test_the_table_of_analysed_words_is_one_per_analyser_and_goes_with_its_owner() -> None:
+    import gc
+
+    first, second = _Analyser(), _Analyser()
+    table = TermFinder(["refund"], first.analyze)._known
+    assert table is not None
+    assert TermFinder(["payment"], first.analyze)._known is table  # a new bound method, the same table
+    assert TermFinder(["refund"], second.analyze)._known is not table  # another owner, another table
+    assert TermFinder(["refund"], first.analyze)._known is table  # the last-table shortcut switches back
+    TermFinder(["refund"], first.analyze).first_match("Refunds were refunded")
+    assert table.get("Refunds") == ("refund",)
+    del first
+    gc.collect()
+    assert snippet_module._LAST_TABLE is None or snippet_module._LAST_TABLE[2] is not table
+    assert all(table not in tables.values() for tables in snippet_module._WORD_TERMS.values())
+
+
 TEXT_PARTS = st.sampled_from(
     [*WORDS, " ", "_", "-", "x", "Xo", "oX", "9", "é", "’", "😀", "\u0130", "\u212a", "ß", "\n", "\x00", "ÄB", "AB"]
 )
@@ -223,7 +247,7 @@ def test_first_window_refuses_bad_arguments() -> None:
 
 
 def _python_only(finder: TermFinder) -> TermFinder:
-    finder.__dict__["_native_needles"] = None  # the cached property, as without the extension
+    finder.native_needles = None  # as without the extension
     return finder
 
 

@@ -162,17 +162,36 @@ CACHED_WORD_CHARS = 64
 _WORD_TERMS: weakref.WeakKeyDictionary[object, dict[object, dict[str, tuple[str, ...]]]] = weakref.WeakKeyDictionary()
 
 
+# The table found last, with a weak reference to its owner: a server shapes with one analyser, so the
+# lookup is two identity checks instead of a WeakKeyDictionary's Python frames.
+_LAST_TABLE: tuple[weakref.ref[object], object, dict[str, tuple[str, ...]]] | None = None
+
+
+def _forget_last_table(gone: weakref.ref[object]) -> None:
+    global _LAST_TABLE
+    last = _LAST_TABLE
+    if last is not None and last[0] is gone:  # the owner went: its table goes with it
+        _LAST_TABLE = None
+
+
 def _word_terms(analyze: Analyzer) -> dict[str, tuple[str, ...]] | None:
     """The table of words ``analyze`` has analysed (keyed by its owner, weakly: a backend's table goes with
     it); None for an analyser that cannot be referenced weakly."""
+    global _LAST_TABLE
     owner = getattr(analyze, "__self__", analyze)
+    func = getattr(analyze, "__func__", analyze)
+    last = _LAST_TABLE
+    if last is not None and last[0]() is owner and last[1] is func:
+        return last[2]
     try:
         tables = _WORD_TERMS.get(owner)
         if tables is None:
             tables = _WORD_TERMS.setdefault(owner, {})
+        table = tables.setdefault(func, {})
+        _LAST_TABLE = (weakref.ref(owner, _forget_last_table), func, table)
     except TypeError:
         return None
-    return tables.setdefault(getattr(analyze, "__func__", analyze), {})
+    return table
 
 
 class TermFinder:
@@ -191,6 +210,13 @@ class TermFinder:
         # A needle that starts with another needle finds no token start the shorter one misses.
         self.needles = tuple(sorted(n for n in needles if not any(o != n and n.startswith(o) for o in needles)))
         self._overlap = max((len(n) for n in self.needles), default=1) - 1
+        # The needles for the C scan, when it is built and they are all ASCII (else None: Python). Set
+        # here with C-level calls: a page of long bodies runs this right after the engine's wait, on cold
+        # caches, where every extra Python frame (a cached property's, a generator's) costs microseconds.
+        native = first_start is not None and bool(self.needles) and "".join(self.needles).isascii()
+        self.native_needles: tuple[bytes, ...] | None = tuple(map(str.encode, self.needles)) if native else None
+        self._table: dict[str, tuple[str, ...]] | None = None
+        self._table_looked_up = False
 
     # Each needle's places that no ASCII word character precedes are found in C. A needle of three
     # or more characters is a literal for ``find`` (CPython's fast search: no compile, and such
@@ -207,9 +233,13 @@ class TermFinder:
             return None
         return tuple(_place_finder(n.encode("ascii")) for n in self.needles)
 
-    @cached_property
+    @property
     def _known(self) -> dict[str, tuple[str, ...]] | None:
-        return _word_terms(self.analyze)
+        """The process's table of words this analyser has analysed (looked up on first use)."""
+        if not self._table_looked_up:
+            self._table = _word_terms(self.analyze)
+            self._table_looked_up = True
+        return self._table
 
     def _hit(self, word: str) -> bool:
         hit = self._memo.get(word)
@@ -228,19 +258,12 @@ class TermFinder:
                 self._misses.add(word)
         return hit
 
-    @cached_property
-    def _native_needles(self) -> tuple[bytes, ...] | None:
-        """The needles for the C scan, when it is built and they are all ASCII (then None: Python)."""
-        if first_start is None or not self.needles or not all(n.isascii() for n in self.needles):
-            return None
-        return tuple(n.encode("ascii") for n in self.needles)
-
     def first_match(self, text: str) -> int | None:
         """Offset in ``text`` of the first character of the first matching word, or None."""
         if not self.needles:
             return None
         pos = 0
-        native = self._native_needles
+        native = self.native_needles
         if native is not None and first_start is not None:
             while True:
                 known = self._known
@@ -261,7 +284,8 @@ class TermFinder:
         With the C scan, a word it settles from the table of analysed words comes back with its
         window in the same call (most hits): no round trip to Python for the check or the cleaning.
         """
-        native, known = self._native_needles, self._known
+        native = self.native_needles
+        known = self._table if self._table_looked_up else self._known  # one frame fewer per hit
         if native is None or known is None or native_window is None:
             at = self.first_match(text)
         else:
