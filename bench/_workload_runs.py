@@ -163,11 +163,8 @@ async def pairs(
     raw_timed: Timed | None = None,
 ) -> dict[str, Any]:
     """Interleaved raw/tool pairs over ``plan`` (even pairs raw first): latency percentiles and both
-    overheads (ms)."""
-    side, stats = Side(tool, raw, timed, plan, raw_timed), _PairStats()
-    for i in range(len(plan)):
-        await _one_pair(side, i, i % 2 == 0, stats)
-    return stats.summary()
+    overheads (ms). One side of :func:`interleaved_pairs`."""
+    return (await interleaved_pairs({"": Side(tool, raw, timed, plan, raw_timed)}))[""]
 
 
 async def interleaved_pairs(sides: Mapping[str, Side]) -> dict[str, dict[str, Any]]:

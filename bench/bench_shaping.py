@@ -62,7 +62,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, write_results
 from _measure import fmt, load_average, now, percentiles, spread
-from _workload_runs import Side, Timed, interleaved_pairs, pairs, prepared
+from _workload_runs import Side, Timed, interleaved_pairs, prepared
 
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.config.model import ServerConfig
@@ -132,14 +132,12 @@ async def measure_runs(sides: dict[str, Side], runs: int, engine: str) -> list[d
         order = ("short", "long") if run % 2 == 0 else ("long", "short")
         result: dict[str, Any] = {"order": order}
         blocked: dict[str, Any] = {}
-
         for layout in ("interleaved", "blocked") if run % 2 == 0 else ("blocked", "interleaved"):
             if layout == "interleaved":
                 result.update(await interleaved_pairs({name: sides[name] for name in order}))
-                continue
-            for name in order:
-                side = sides[name]
-                blocked[name] = await pairs(side.tool, side.raw, side.timed, side.plan, side.raw_timed)
+            else:
+                for name in order:  # one side at a time: a block per index
+                    blocked.update(await interleaved_pairs({name: sides[name]}))
         _ratios(result)
         _ratios(blocked)
         result["blocked"] = blocked
@@ -209,14 +207,12 @@ def summary(runs: list[dict[str, Any]], side: str, metric: str, q: str) -> dict[
     return spread([r[side][metric][q] for r in runs])
 
 
-async def settled_merges(backend: Any, indexes: list[str], timeout_s: float = 600.0) -> None:
+async def settled_merges(client: Any, indexes: list[str], timeout_s: float = 600.0) -> None:
     """Wait until no segment merge runs on ``indexes``: a bulk load leaves merges running for a while,
     and timing during them measures the node's background work (on these 2 cores) instead of the calls."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        stats = await backend.client.indices.stats(
-            index=",".join(indexes), metric="merge", params={"request_timeout": 60}
-        )
+        stats = await client.indices.stats(index=",".join(indexes), metric="merge", params={"request_timeout": 60})
         if int(stats["_all"]["total"]["merges"]["current"]) == 0:
             return
         await asyncio.sleep(2)
@@ -242,7 +238,7 @@ async def measure_opensearch(
         await backend.ingest(docs, batch_size=2_000)
         await backend.refresh()
         backends[name] = backend
-    await settled_merges(next(iter(backends.values())), [b.names.read_alias for b in backends.values()])
+    await settled_merges(backends["short"].client, [b.names.read_alias for b in backends.values()])
     sides: dict[str, Side] = {}
     for name, backend in backends.items():
         tool = SearchTool(backend.spec, backend)
