@@ -18,8 +18,11 @@ $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(NATIVE) | $(BIN)/python
+# The dev extra plus the lab (lab/: test and benchmark machinery, never in the wheel), the lab as a plain
+# path entry (compat mode: no import hook in every process).
+$(VENV)/.installed-dev: pyproject.toml lab/pyproject.toml $(NATIVE) | $(BIN)/python
 	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ./lab --config-settings editable_mode=compat
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
@@ -33,7 +36,7 @@ test: install-dev
 	bash scripts/run-tests.sh
 
 lint: install-dev
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check src tests bench lab
 	$(BIN)/mypy
 
 bench: install-dev

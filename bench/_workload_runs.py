@@ -31,7 +31,7 @@ from scopegate.scope import Scope
 from scopegate.search.model import SearchQuery, SearchRequest
 from scopegate.search.tools import SearchTool
 from scopegate.search.validate import validate_search_args
-from scopegate.testing.workload import WorkloadQuery
+from scopegate_lab.workload import WorkloadQuery
 
 RawCall = Callable[[SearchQuery], Awaitable[Any]]
 

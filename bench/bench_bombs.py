@@ -3,7 +3,7 @@
     python bench/bench_bombs.py                       # every bomb, 3 runs, 1 MB limit (~4-6 min)
     python bench/bench_bombs.py --runs 5 --cases gzip-gzip,zstd --max-bytes 4000000
 
-The hostile example service (``scopegate.examples.hostile``) runs in its own
+The hostile example service (``scopegate_lab.hostile``) runs in its own
 process. Each run of each bomb is a fresh worker process (so one bomb's
 memory never hides another's): it warms up (imports, thread pool, one
 ordinary compressed call), resets the kernel's peak-RSS mark
@@ -46,8 +46,8 @@ def _status_kib(field: str) -> int:
 
 async def _worker(base_url: str, case: str, max_bytes: int, total_s: float) -> dict[str, Any]:
     from scopegate.context import CallContext
-    from scopegate.examples.hostile import SPEC_PATH, TOKEN
     from scopegate.openapi.runtime import FromProvider, OperationToolset, RetryPolicy, Timeouts, ToolsetSettings
+    from scopegate_lab.hostile import SPEC_PATH, TOKEN
 
     settings = ToolsetSettings(
         spec=SPEC_PATH,
@@ -146,7 +146,7 @@ def _summary(case: str, runs: list[dict[str, Any]], budget_mb: float) -> dict[st
 
 
 def _markdown(data: dict[str, Any]) -> str:
-    from scopegate.examples.hostile import CATALOGUE
+    from scopegate_lab.hostile import CATALOGUE
 
     m = data["machine"]
     lines = [
@@ -196,12 +196,12 @@ def main() -> None:
         print(json.dumps(asyncio.run(_worker(args.base_url, args.worker, args.max_bytes, args.total_s))))
         return
 
-    from scopegate.examples.hostile import CATALOGUE
+    from scopegate_lab.hostile import CATALOGUE
 
     cases = [c for c in args.cases.split(",") if c] or sorted(CATALOGUE)
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "scopegate.examples.hostile", "--port", str(port), "--prebuild"],
+        [sys.executable, "-m", "scopegate_lab.hostile", "--port", str(port), "--prebuild"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,

@@ -42,10 +42,10 @@ from _common import generated_tickets, machine, percentiles, query_plan, write_r
 
 from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.demo.corpus import ticket_spec
-from scopegate.engines.cluster import ClusterConfig, LocalCluster
 from scopegate.engines.opensearch_node import NodeConfig, OpenSearchNode
 from scopegate.search.tools import SearchTool
-from scopegate.testing.load import Call, CallRecord, LoadRunner, between, run_timeline
+from scopegate_lab.cluster import ClusterConfig, LocalCluster
+from scopegate_lab.load import Call, CallRecord, LoadRunner, between, run_timeline
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -42,7 +42,7 @@ from _workload_runs import prepared
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.search.model import SearchQuery
 from scopegate.search.tools import SearchTool
-from scopegate.testing.workload import read_corpus, read_queries, workload_spec
+from scopegate_lab.workload import read_corpus, read_queries, workload_spec
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO / ".cache" / "workload" / "w2m"

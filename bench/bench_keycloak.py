@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import machine, write_results
 
-from scopegate.engines.keycloak_node import KEYCLOAK_VERSION, KeycloakConfig, KeycloakNode
-from scopegate.engines.keycloak_realm import MCP_CLIENT, RealmInfo
-from scopegate.testing.keycloak import RealmClient
+from scopegate_lab.keycloak import RealmClient
+from scopegate_lab.keycloak_node import KEYCLOAK_VERSION, KeycloakConfig, KeycloakNode
+from scopegate_lab.keycloak_realm import MCP_CLIENT, RealmInfo
 
 
 def _java_pid(node: KeycloakNode) -> int | None:

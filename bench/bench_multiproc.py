@@ -10,7 +10,7 @@ Latency (same run, rounds alternate idle and ingest so load drifts hit both): th
 * ``shared-pool``: wave 1's design, the two ingests on the search thread pool (what issue 12 fixed);
 * ``opensearch`` (with ``--opensearch URL``): two concurrent ``backend.ingest`` calls (another process).
 
-Staleness: :func:`scopegate.testing.consistency.run_consistency` (one writer process, three guarded
+Staleness: :func:`scopegate_lab.consistency.run_consistency` (one writer process, three guarded
 reader processes, generation_ttl 0.25 s): how old a served document state was when it had already been
 replaced (max and p99), and the ground-truth violations (must be 0).
 
@@ -46,7 +46,7 @@ from scopegate.backends.embedded import DEFAULT_WRITER_NICE, EmbeddedBackend
 from scopegate.context import CallContext
 from scopegate.demo.corpus import ticket_spec
 from scopegate.search.tools import SearchTool
-from scopegate.testing.consistency import Target, run_consistency
+from scopegate_lab.consistency import Target, run_consistency
 
 # What `scopegate ingest` does: backend.ingest, so the writer thread (at writer_nice) does the work.
 INGEST_PROCESS = textwrap.dedent(
@@ -275,7 +275,7 @@ def staleness(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
 
 async def _drop_opensearch(target: Target) -> None:
-    from scopegate.testing.consistency import open_backend
+    from scopegate_lab.consistency import open_backend
 
     backend = open_backend(target)
     await backend.drop()
@@ -369,7 +369,7 @@ def to_markdown(data: dict[str, Any]) -> str:
             "Age: for an answer that showed a document state already replaced when the call started, how long "
             "before the call the replacing write had returned (max and p99 over those answers; the last column: "
             "p99 over every answer, a fresh one counting 0). Every answer is checked against the ground "
-            "truth (scopegate.testing.consistency); the bound holds by construction (a generation is trusted "
+            "truth (scopegate_lab.consistency); the bound holds by construction (a generation is trusted "
             "for generation_ttl_s from when it was asked for), so 'beyond bound' must be 0 on any machine.",
         ]
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 
 Every shared OpenAPI document (../shared/data/openapi, found by content; the
 two multi-file specs by their root) and the synthetic expandable-field webs
-(scopegate.testing.openapi_synth: 10/50/200 schemas), each in a fresh process:
+(scopegate_lab.openapi_synth: 10/50/200 schemas), each in a fresh process:
 
 * ``scopegate_5``: load + select a 5-operation allowlist (the first five
   operations in spec order) + build the toolset (declarations, request
@@ -234,7 +234,7 @@ def measure(python: str | None, system: str, spec: Path, args: argparse.Namespac
 
 
 def synthetic_specs() -> dict[str, Path]:
-    from scopegate.testing.openapi_synth import SUITE, expandable_web
+    from scopegate_lab.openapi_synth import SUITE, expandable_web
 
     SYNTHETIC_DIR.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}

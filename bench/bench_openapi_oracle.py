@@ -4,7 +4,7 @@ For each operation: scopegate translates it, arguments are generated from the
 declaration the model sees (deterministic seeds), the real OperationTool builds
 and sends the request to a loopback catch-all, and the request that arrived is
 validated against the *original* spec by openapi-core 0.23.1 and by an
-independent second implementation (scopegate.testing.openapi_oracle). Per
+independent second implementation (scopegate_lab.openapi_oracle). Per
 spec: operations, operations validated, requests validated (by openapi-core /
 by the independent oracle alone where openapi-core cannot judge, with why),
 mismatches (target 0), operations the runtime refused every try (arguments
@@ -119,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     from _common import machine, write_results
 
     from scopegate.openapi.discover import find_documents
-    from scopegate.testing.openapi_oracle import check_spec
-    from scopegate.testing.openapi_synth import expandable_web
+    from scopegate_lab.openapi_oracle import check_spec
+    from scopegate_lab.openapi_synth import expandable_web
 
     sources: dict[str, Path | dict[str, Any]] = {p.relative_to(DATA).as_posix(): p for p in find_documents(DATA)}
     sources["synthetic-web-10"] = expandable_web(10, 60)

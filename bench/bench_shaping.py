@@ -6,7 +6,7 @@ Run (about 6 min embedded; add --opensearch for the OpenSearch node too, about 1
     .venv/bin/python bench/bench_shaping.py --opensearch      # also starts a node (heap 1g) and measures there
     .venv/bin/python bench/bench_shaping.py --quick           # 5,000 tickets, 400 queries
 
-Two indexes hold the same generated tickets (``scopegate.testing.workload``: same
+Two indexes hold the same generated tickets (``scopegate_lab.workload``: same
 ids, tenants, subjects and filters); only the body differs: cut to 300 characters,
 or extended to 30,000 with more messages of the same product. The workload's
 held-out queries run against both, as raw/tool pairs in alternating order (see
@@ -70,7 +70,7 @@ from scopegate.search.analysis import WORD_CHAR, unique_terms
 from scopegate.search.shaper import shape_hits
 from scopegate.search.tools import SearchTool
 from scopegate.server.allocator import retain_freed_memory
-from scopegate.testing.workload import SourceProfile, TicketFactory, make_queries, workload_spec
+from scopegate_lab.workload import SourceProfile, TicketFactory, make_queries, workload_spec
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / ".cache" / "bench-shaping"

@@ -6,7 +6,7 @@ Run (the lead's quiet-machine re-run; about 2 h 30 min for the defaults, 8 min w
     .venv/bin/python bench/bench_workload_embedded.py --quick               # 100k tickets, 600 queries
     .venv/bin/python bench/bench_workload_embedded.py --sizes 2000000 --ingest-runs 1 --runs 3
 
-The corpus (``scopegate.testing.workload``, 2M tickets, ~7 GB of JSONL) is
+The corpus (``scopegate_lab.workload``, 2M tickets, ~7 GB of JSONL) is
 generated into ``--corpus`` first if missing (~15 min, niced). Indexes are built
 under ``.cache/bench-embedded/`` and removed afterwards (``--keep-index`` keeps
 the last one). Needs ~8 GB free per 1M tickets while an index and the corpus coexist.
@@ -74,7 +74,7 @@ def ensure_corpus(corpus: Path, docs: int, nice: int) -> None:
         return
     print(f"generating the workload corpus into {corpus} (niced) ...", file=sys.stderr, flush=True)
     subprocess.run(
-        [sys.executable, "-m", "scopegate.testing.workload", "generate", "--out", str(corpus), "--docs", str(docs),
+        [sys.executable, "-m", "scopegate_lab.workload", "generate", "--out", str(corpus), "--docs", str(docs),
          "--nice", str(nice)],
         check=True,
     )  # fmt: skip
@@ -82,7 +82,7 @@ def ensure_corpus(corpus: Path, docs: int, nice: int) -> None:
 
 # -- phase 1: ingest through the CLI -------------------------------------------------------------
 def ingest_once(corpus: Path, docs: int, index: Path, nice: int) -> dict[str, Any]:
-    from scopegate.testing.workload import corpus_files
+    from scopegate_lab.workload import corpus_files
 
     shutil.rmtree(index, ignore_errors=True)
     files = [str(p) for p in corpus_files(corpus, docs)]
@@ -123,7 +123,7 @@ def ingest_once(corpus: Path, docs: int, index: Path, nice: int) -> dict[str, An
 async def query_phase(index: Path, corpus: Path, queries: int, cold_queries: int, clients: int, run: int) -> dict:
     from scopegate.backends.embedded import EmbeddedBackend
     from scopegate.search.tools import SearchTool
-    from scopegate.testing.workload import read_queries
+    from scopegate_lab.workload import read_queries
 
     out: dict[str, Any] = {"load_average_start": load_average()}
     with PeakRss() as rss:

@@ -9,7 +9,7 @@ Run (about 3 h on a quiet 2-core machine with the defaults; --quick about 10 min
 Starts the project's OpenSearch node (state in .cache/opensearch-node-workload,
 heap ``--heap``: 2M tickets with 200 B-50 KB bodies need no more than 3 GB, and the
 machine keeps the rest for the page cache and its other users) unless ``--url``
-names one. The corpus is the workload's (``scopegate.testing.workload``,
+names one. The corpus is the workload's (``scopegate_lab.workload``,
 generated first if missing).
 
 1. **ingest** (``--ingest-runs``, each into a fresh index): the corpus streamed
@@ -50,7 +50,7 @@ from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.engines.opensearch_node import NodeConfig, OpenSearchNode
 from scopegate.ingest.run import ingest_records
 from scopegate.search.tools import SearchTool
-from scopegate.testing.workload import read_corpus, read_queries, workload_spec
+from scopegate_lab.workload import read_corpus, read_queries, workload_spec
 
 REPO = Path(__file__).resolve().parents[1]
 STATE = REPO / ".cache" / "opensearch-node-workload"

@@ -16,12 +16,12 @@ cleanup() {
     kill "$SCOPEGATE_KEYCLOAK_STARTER_PID" 2>/dev/null || true
     wait "$SCOPEGATE_KEYCLOAK_STARTER_PID" 2>/dev/null || true
   fi
-  $PY -m scopegate.engines.keycloak_node stop >/dev/null 2>&1 || true
+  $PY -m scopegate_lab.keycloak_node stop >/dev/null 2>&1 || true
   $PY -m scopegate.engines.opensearch_node stop >/dev/null 2>&1 || true
   $PY -m scopegate.engines.elasticsearch_node stop >/dev/null 2>&1 || true
   # The cluster suite (tests/integration/cluster) starts and stops its own 3+1 node cluster;
   # this only catches a run that was interrupted before its fixture could stop it.
-  $PY -m scopegate.cli engine opensearch stop --cluster --state-dir .cache/opensearch-cluster-pytest >/dev/null 2>&1 || true
+  $PY -m scopegate_lab.cluster_cli opensearch stop --state-dir .cache/opensearch-cluster-pytest >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
@@ -31,7 +31,7 @@ trap cleanup EXIT
 # (not skip) when it is not up by then.
 if [ -z "${SCOPEGATE_KEYCLOAK_URL:-}" ] && [ "${SCOPEGATE_KEYCLOAK:-on}" != "off" ]; then
   mkdir -p .cache
-  $PY -m scopegate.engines.keycloak_node start --clean >.cache/keycloak-start.log 2>&1 &
+  $PY -m scopegate_lab.keycloak_node start --clean >.cache/keycloak-start.log 2>&1 &
   export SCOPEGATE_KEYCLOAK_STARTER_PID=$!
   echo "keycloak_node: starting in the background (pid $SCOPEGATE_KEYCLOAK_STARTER_PID)"
 fi

@@ -16,7 +16,7 @@ from scopegate.demo.corpus import generate_tickets, ticket_spec
 from scopegate.search.spec import SearchSpec
 
 if TYPE_CHECKING:
-    from scopegate.engines.keycloak_realm import RealmInfo
+    from scopegate_lab.keycloak_realm import RealmInfo
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -98,9 +98,9 @@ def keycloak() -> Iterator[RealmInfo]:
     a provider that is not up by then fails the tests instead of skipping them.
     """
     from scopegate.engines._node import _pid_alive
-    from scopegate.engines.keycloak_node import KeycloakNode, start_timeout
-    from scopegate.engines.keycloak_realm import RealmInfo
     from scopegate.errors import EngineNodeError
+    from scopegate_lab.keycloak_node import KeycloakNode, start_timeout
+    from scopegate_lab.keycloak_realm import RealmInfo
 
     url = os.environ.get(KEYCLOAK_URL_ENV)
     node = KeycloakNode()

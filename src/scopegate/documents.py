@@ -45,21 +45,11 @@ from yaml.events import (
 )
 from yaml.reader import ReaderError
 
-from scopegate.errors import ConfigError
+from scopegate.errors import (
+    DocumentError as DocumentError,
+)
 
 KeyPath = tuple[str | int, ...]
-
-
-class DocumentError(ConfigError):
-    """A document could not be read or parsed, or breaks a limit; names the file and line when known."""
-
-    def __init__(self, source: str, problem: str, line: int | None = None, column: int | None = None) -> None:
-        self.source = source
-        self.problem = problem
-        self.line = line
-        self.column = column
-        where = source if line is None else f"{source}:{line}" + (f":{column}" if column is not None else "")
-        super().__init__(f"{where}: {problem}")
 
 
 @dataclass(frozen=True)

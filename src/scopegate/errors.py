@@ -7,8 +7,12 @@ Models never see an exception: every tool failure is a ToolError envelope,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# ConfigValidationError's summary lists at most this many problems.
+MAX_PROBLEMS = 50
 
 
 class ScopegateError(Exception):
@@ -195,6 +199,121 @@ class ConfirmationRequired(ScopegateError):
 
 class CompositionError(ScopegateError):
     """A hand-written tool used its sibling tools or confirmation wrongly (a bug in the tool, answered ``INTERNAL``)."""
+
+
+# -- configuration documents, specs and models -----------------------------------------------
+class DocumentError(ConfigError):
+    """A document could not be read or parsed, or breaks a limit; names the file and line when known."""
+
+    def __init__(self, source: str, problem: str, line: int | None = None, column: int | None = None) -> None:
+        self.source = source
+        self.problem = problem
+        self.line = line
+        self.column = column
+        where = source if line is None else f"{source}:{line}" + (f":{column}" if column is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+
+class ConfigValidationError(ConfigError):
+    """A spec or config is invalid; ``problems`` lists every problem found, each with its key path."""
+
+    def __init__(self, source: str, problems: Sequence[Any]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        shown = self.problems[:MAX_PROBLEMS]
+        more = len(self.problems) - len(shown)
+        lines = [f"{source}: {len(self.problems)} problem(s)"]
+        lines += [f"  - {source}:{p.line}: {p}" if p.line is not None else f"  - {p}" for p in shown]
+        if more > 0:
+            lines.append(f"  ... and {more} more")
+        super().__init__("\n".join(lines))
+
+
+class ProblemsFound(ScopegateError):
+    """Problems at several key paths, raised by a model's last validator (checks across sections).
+
+    Deliberately not a ``ValueError``: pydantic lets it through unchanged instead of folding it
+    into one error at the model's own path, so each problem keeps its own path. The loader and
+    the model constructors turn it into a :class:`ConfigValidationError`.
+    """
+
+    def __init__(self, problems: Sequence[Any]) -> None:
+        super().__init__(f"{len(problems)} problem(s)")
+        self.problems = list(problems)
+
+
+class FeatureUnavailable(ConfigError):
+    """A config section needs a part of scopegate that is not installed (the cause is the ImportError)."""
+
+    @classmethod
+    def missing(cls, feature: str, extra: str, exc: ImportError) -> FeatureUnavailable:
+        module = exc.name or "a dependency"
+        return cls(f"{feature} needs the {extra!r} extra ({module} is not installed): {install_hint(extra)}")
+
+
+# -- OpenAPI specs: loading, selection, translation (all found at construction time) -------------
+class OpenAPIError(ConfigError):
+    """Base of every OpenAPI loading/selection/translation error."""
+
+
+class SpecLoadError(OpenAPIError):
+    """The spec could not be read or parsed, or is not Swagger 2.0 / OpenAPI 3.x."""
+
+
+class RefError(OpenAPIError):
+    """A ``$ref`` could not be resolved (missing target, forbidden external file, loop)."""
+
+    def __init__(self, ref: str, reason: str, *, where: str = "") -> None:
+        self.ref = ref
+        self.reason = reason
+        self.where = where
+        at = f" (in {where})" if where else ""
+        super().__init__(f"cannot resolve $ref {ref!r}{at}: {reason}")
+
+
+class MissingOperationsError(OpenAPIError):
+    """Allowlisted operations are absent from the spec. Lists every one of them."""
+
+    def __init__(self, missing: Sequence[str], suggestions: dict[str, list[str]] | None = None, note: str = "") -> None:
+        self.missing = tuple(missing)
+        self.suggestions = dict(suggestions or {})
+        lines = [f"{len(self.missing)} allowlisted operation(s) not found in the spec:"]
+        for label in self.missing:
+            hint = self.suggestions.get(label)
+            lines.append(f"  - {label}" + (f" (did you mean: {', '.join(hint)}?)" if hint else ""))
+        if note:
+            lines.append(note)
+        super().__init__("\n".join(lines))
+
+
+class SelectionError(OpenAPIError):
+    """An allowlist or rule set is contradictory or ambiguous."""
+
+
+class TranslationError(OpenAPIError):
+    """An operation cannot be turned into a tool declaration."""
+
+    def __init__(self, operation: str, reason: str) -> None:
+        self.operation = operation
+        self.reason = reason
+        super().__init__(f"cannot translate {operation}: {reason}")
+
+
+class UnsupportedOperation(ConfigError):
+    """The operation cannot be called safely by this runtime (raised at construction)."""
+
+
+# -- identity ---------------------------------------------------------------------------------
+class SignatureInvalid(IdentityError):
+    """A signed scope was missing, malformed, altered, expired or issued for another session.
+
+    ``reason`` is one of ``missing``, ``malformed``, ``unknown_key``,
+    ``bad_signature``, ``expired``, ``not_yet_valid``, ``bad_identity``.
+    """
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"signed scope refused: {reason}" + (f" ({detail})" if detail else ""))
+        self.reason = reason
 
 
 # Error codes a model can see. Kept as constants so tests and adapters agree.

@@ -11,7 +11,7 @@ may be cached also implement :class:`Cacheable`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -92,3 +92,33 @@ class Cacheable(Protocol):
     def cache_args(self, args: Mapping[str, Any]) -> Any: ...
 
     async def generation(self) -> str: ...
+
+
+Closer = Callable[[], Awaitable[None]]
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that holds tools and what they keep open: a built config (``ToolApp``), an OpenAPI
+    toolset (its HTTP client). Adapters accept these beside plain tools and close them with the adapter."""
+
+    @property
+    def tools(self) -> Sequence[ScopedTool]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def gather_tools(items: ToolSource | Iterable[ScopedTool | ToolSource]) -> tuple[list[ScopedTool], list[Closer]]:
+    """The tools of ``items`` in order, and the closers of the sources among them (each once)."""
+    if isinstance(items, ToolSource):
+        items = [items]
+    tools: list[ScopedTool] = []
+    closers: list[Closer] = []
+    for item in items:
+        if isinstance(item, ToolSource) and not isinstance(item, ScopedTool):
+            tools.extend(item.tools)
+            if item.aclose not in closers:
+                closers.append(item.aclose)
+        else:
+            tools.append(item)
+    return tools, closers

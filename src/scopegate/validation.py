@@ -23,10 +23,19 @@ import pydantic
 from pydantic import ConfigDict, Field, ValidationError
 from pydantic.json_schema import GenerateJsonSchema, SkipJsonSchema
 
-from scopegate.errors import ConfigError, ScopegateError
+from scopegate.errors import (  # noqa: F401 - the two problem exceptions live in scopegate.errors, re-exported here
+    MAX_PROBLEMS,
+    ConfigError,
+    ScopegateError,
+)
+from scopegate.errors import (
+    ConfigValidationError as ConfigValidationError,
+)
+from scopegate.errors import (
+    ProblemsFound as ProblemsFound,
+)
 
 KeyPath = tuple[str | int, ...]
-MAX_PROBLEMS = 50
 MODEL_CONFIG = ConfigDict(extra="forbid", revalidate_instances="always")
 _SKIP = typing.cast("type[Any]", SkipJsonSchema)  # the marker class of fields hidden from the schema
 T = TypeVar("T")
@@ -58,34 +67,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
-
-
-class ConfigValidationError(ConfigError):
-    """A spec or config is invalid; ``problems`` lists every problem found, each with its key path."""
-
-    def __init__(self, source: str, problems: Sequence[Problem]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        shown = self.problems[:MAX_PROBLEMS]
-        more = len(self.problems) - len(shown)
-        lines = [f"{source}: {len(self.problems)} problem(s)"]
-        lines += [f"  - {source}:{p.line}: {p}" if p.line is not None else f"  - {p}" for p in shown]
-        if more > 0:
-            lines.append(f"  ... and {more} more")
-        super().__init__("\n".join(lines))
-
-
-class ProblemsFound(ScopegateError):
-    """Problems at several key paths, raised by a model's last validator (checks across sections).
-
-    Deliberately not a ``ValueError``: pydantic lets it through unchanged instead of folding it
-    into one error at the model's own path, so each problem keeps its own path. The loader and
-    the model constructors turn it into a :class:`ConfigValidationError`.
-    """
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        super().__init__(f"{len(problems)} problem(s)")
-        self.problems = list(problems)
 
 
 # -- the model decorator ---------------------------------------------------------------------

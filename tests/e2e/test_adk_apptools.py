@@ -42,8 +42,8 @@ from scopegate.examples.orders.tools import cancel_order
 from scopegate.guard import CallLog, Guard
 from scopegate.scope import Scope
 from scopegate.search.aggregation import AggregationRequest
-from scopegate.testing.agg_oracle import expected_counts, result_counts
 from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, final_text
+from scopegate_lab.agg_oracle import expected_counts, result_counts
 
 APP = "apptools_e2e"
 

@@ -27,7 +27,7 @@ from scopegate.scope import Scope, state_for
 from scopegate.search.agg_tool import AggregateTool
 from scopegate.search.aggregation import AggregationRequest, validate_aggregation_args
 from scopegate.search.spec import SearchSpec
-from scopegate.testing.agg_oracle import counting_spec, mismatches, random_corpus
+from scopegate_lab.agg_oracle import counting_spec, mismatches, random_corpus
 
 PARITY_ARGS: list[dict[str, Any]] = [
     *({"group_by": g, **f} for g, f in itertools.product(["status", "product"], [{}, {"product": "payments"}])),

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from scopegate.scope import Scope
-from scopegate.testing.agg_oracle import DAYS, FIRST_DAY, GROUPS, TENANTS
+from scopegate_lab.agg_oracle import DAYS, FIRST_DAY, GROUPS, TENANTS
 
 TODAY = FIRST_DAY + dt.timedelta(days=DAYS - 1)
 days = st.integers(-5, DAYS + 5).map(lambda n: (FIRST_DAY + dt.timedelta(days=n)).isoformat())

@@ -1,7 +1,7 @@
 """Many processes, one engine index (issue 12), for OpenSearch and Elasticsearch alike.
 
 Each engine folder's ``test_*_multiproc.py`` defines the ``engine_target`` fixture (its node, a fresh index
-name) and imports these tests; the checks themselves live in :mod:`scopegate.testing.backend_contract`.
+name) and imports these tests; the checks themselves live in :mod:`scopegate_lab.backend_contract`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scopegate.testing.backend_contract import (
+from scopegate_lab.backend_contract import (
     check_documents_belong_to_tenants,
     check_identity_rule,
     check_other_writers_are_never_served_from_the_cache,
@@ -21,7 +21,7 @@ from scopegate.testing.backend_contract import (
     check_wave1_engine_migration,
     fresh_backend,
 )
-from scopegate.testing.consistency import Target
+from scopegate_lab.consistency import Target
 
 __all__ = [
     "test_another_writers_changes_are_never_served_from_the_cache",

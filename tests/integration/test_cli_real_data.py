@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from scopegate.search.spec import spec_from_dict
-from scopegate.testing.oracle import expected_total
+from scopegate_lab.oracle import expected_total
 
 SPEC = {
     "name": "search_issues",

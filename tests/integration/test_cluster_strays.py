@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from scopegate.engines.cluster import ClusterConfig, LocalCluster
+from scopegate_lab.cluster import ClusterConfig, LocalCluster
 
 
 def _exec_done(proc: subprocess.Popen[bytes], argv0: str) -> subprocess.Popen[bytes]:

@@ -21,7 +21,7 @@ from scopegate.demo.corpus import ticket_spec
 from scopegate.errors import IngestError
 from scopegate.scope import Scope
 from scopegate.search.tools import SearchTool
-from scopegate.testing.backend_contract import check_documents_belong_to_tenants, check_identity_rule, ticket
+from scopegate_lab.backend_contract import check_documents_belong_to_tenants, check_identity_rule, ticket
 
 WAVE1 = Path(__file__).resolve().parent / "fixtures" / "wave1-index"
 
@@ -110,7 +110,7 @@ async def test_vectors_belong_to_tenants_too(tmp_path: Path) -> None:
     """Vector retrieval keeps one row per (tenant, id): globex's INV-1 never replaces or deletes acme's."""
     import dataclasses
 
-    from scopegate.testing.encoders import bag_of_words_encoder
+    from scopegate_lab.encoders import bag_of_words_encoder
 
     spec = dataclasses.replace(ticket_spec(), retrieval="vector")
     backend = EmbeddedBackend(spec, tmp_path / "index", encoder=bag_of_words_encoder("bow-32"))

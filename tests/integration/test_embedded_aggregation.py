@@ -27,7 +27,7 @@ from scopegate.scope import Scope
 from scopegate.search.agg_tool import AggregateTool
 from scopegate.search.spec import SearchSpec
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.agg_oracle import counting_spec, random_corpus
+from scopegate_lab.agg_oracle import counting_spec, random_corpus
 
 HYPOTHESIS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]

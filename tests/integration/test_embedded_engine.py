@@ -20,7 +20,7 @@ from scopegate.scope import Scope, ScopeKeys
 from scopegate.search.model import SearchQuery
 from scopegate.search.spec import COMBINED_FIELD, KeywordFilter, SearchSpec, TextField
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.oracle import expected_total
+from scopegate_lab.oracle import expected_total
 
 
 def ctx(tenant: str | None, **extra: Any) -> CallContext:

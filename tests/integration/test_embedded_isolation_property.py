@@ -13,7 +13,7 @@ from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.context import CallContext
 from scopegate.search.spec import SearchSpec
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.oracle import expected_total
+from scopegate_lab.oracle import expected_total
 
 TENANTS = ("alpha", "beta")
 # Both tenants share one vocabulary, so any query that matches one matches the other.

@@ -23,9 +23,9 @@ from scopegate.errors import ConfigError
 from scopegate.scope import Scope, document_key
 from scopegate.search.spec import SearchSpec
 from scopegate.search.tools import SearchTool
-from scopegate.testing.encoders import bag_of_words_encoder
-from scopegate.testing.encoders import ticket as doc
 from scopegate.vector.encoder import FunctionEncoder
+from scopegate_lab.encoders import bag_of_words_encoder
+from scopegate_lab.encoders import ticket as doc
 
 
 def encoder(model_id: str = "bow-32") -> FunctionEncoder:
@@ -122,7 +122,7 @@ WRITER = textwrap.dedent(
     import sys, dataclasses
     from scopegate.backends.embedded import EmbeddedBackend
     from scopegate.demo.corpus import ticket_spec
-    from scopegate.testing.encoders import bag_of_words_encoder
+    from scopegate_lab.encoders import bag_of_words_encoder
 
     path, start = sys.argv[1], int(sys.argv[2])
     spec = dataclasses.replace(ticket_spec(), retrieval="hybrid")

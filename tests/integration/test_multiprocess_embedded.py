@@ -24,7 +24,7 @@ from scopegate.errors import IngestError
 from scopegate.guard import Guard
 from scopegate.scope import Scope
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.backend_contract import (
+from scopegate_lab.backend_contract import (
     StalledSource,
     check_other_writers_are_never_served_from_the_cache,
     check_randomized_run,
@@ -32,7 +32,7 @@ from scopegate.testing.backend_contract import (
     fresh_backend,
     ticket,
 )
-from scopegate.testing.consistency import Target
+from scopegate_lab.consistency import Target
 
 QUOKKA = ticket("ACM-QUOKKA", "acme", "Quokka outage", body="The quokka outage broke refunds.")
 

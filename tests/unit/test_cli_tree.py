@@ -40,9 +40,7 @@ def test_the_tree_has_every_command() -> None:
     expected = {"demo", "ingest", "search", "get", "spec", "check", "serve", "replay", "stats", "dashboard"}
     expected |= {"openapi inventory", "openapi declarations"}
     expected |= {
-        f"engine {e} {c}"
-        for e in ("opensearch", "elasticsearch", "keycloak")
-        for c in ("start", "stop", "status", "url", "build")
+        f"engine {e} {c}" for e in ("opensearch", "elasticsearch") for c in ("start", "stop", "status", "url", "build")
     }
     assert expected <= paths
     assert len(COMMANDS) == len(paths)  # no command reached twice
@@ -181,7 +179,7 @@ def test_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Cap
 
 
 def test_engine_url_without_a_node_exits_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    for engine in ("opensearch", "elasticsearch", "keycloak"):
+    for engine in ("opensearch", "elasticsearch"):
         assert main(["engine", engine, "url", "--state-dir", str(tmp_path / engine)]) == ExitCode.UNAVAILABLE
         assert capsys.readouterr().err == f"scopegate engine {engine} url: error: no running node\n"
         assert main(["engine", engine, "status", "--state-dir", str(tmp_path / engine)]) == ExitCode.FAILURE

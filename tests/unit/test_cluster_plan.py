@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from scopegate.engines.cluster import ClusterConfig, LocalCluster, free_ports
 from scopegate.errors import EngineNodeError
-from scopegate.testing.load import CallRecord, audit, between
+from scopegate_lab.cluster import ClusterConfig, LocalCluster, free_ports
+from scopegate_lab.load import CallRecord, audit, between
 
 
 def test_free_ports_are_distinct() -> None:

@@ -29,8 +29,8 @@ from scopegate.search.model import RawHit, RawResult, SearchRequest
 from scopegate.search.shaper import make_snippet, shape_document, shape_hits, shape_search
 from scopegate.search.snippet import SnippetSource, TermFinder, needle
 from scopegate.search.spec import SearchSpec
-from scopegate.testing.workload import find_ticket_data
 from scopegate.text import CONTROL_CLASS, Cleaner, clean_text
+from scopegate_lab.workload import find_ticket_data
 
 WORDS = [
     "refund", "refunds", "Refunded", "REFUNDING", "E4012", "e4012x", "card_declined", "NullPointerException",

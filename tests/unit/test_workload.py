@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from scopegate.search.analysis import unique_terms
-from scopegate.testing.workload import (
+from scopegate_lab.workload import (
     CorpusSettings,
     SourceProfile,
     TicketFactory,
@@ -20,8 +20,8 @@ from scopegate.testing.workload import (
     tenants,
     workload_spec,
 )
-from scopegate.testing.workload.sources import ConfigError, find_ticket_data
-from scopegate.testing.workload.tickets import MAX_BODY_CHARS, MIN_BODY_CHARS
+from scopegate_lab.workload.sources import ConfigError, find_ticket_data
+from scopegate_lab.workload.tickets import MAX_BODY_CHARS, MIN_BODY_CHARS
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,10 @@ and a missing one is a :class:`FeatureUnavailable` naming the pip extra.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -20,14 +22,31 @@ from scopegate.backends.base import SearchBackend
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.config.apptools import build_app_tools
 from scopegate.config.identity import IdentityServices, build_identity
-from scopegate.config.model import AppConfig, EmbeddedBackendConfig, GuardsConfig, RemoteBackendConfig, SearchToolConfig
+from scopegate.config.loader import load_config as read_config
+from scopegate.config.model import (
+    AppConfig,
+    EmbeddedBackendConfig,
+    GuardsConfig,
+    RemoteBackendConfig,
+    ScopeConfig,
+    SearchToolConfig,
+    ServerConfig,
+    StateKeys,
+)
 from scopegate.config.openapi import build_openapi_toolset
-from scopegate.errors import ConfigError, UnknownNameError, install_hint
+from scopegate.errors import (
+    ConfigError,
+    UnknownNameError,
+)
+from scopegate.errors import (
+    FeatureUnavailable as FeatureUnavailable,
+)
 from scopegate.guard import (
     CallCap,
     CallLog,
     CapPolicy,
     Guard,
+    GuardedTool,
     GuardMetrics,
     MemoryStore,
     RateLimiter,
@@ -35,27 +54,21 @@ from scopegate.guard import (
     TieredStore,
     ToolCache,
 )
-from scopegate.search.agg_tool import AggregateTool
+from scopegate.scope import ScopeKeys
+from scopegate.search.bundle import search_tools
 from scopegate.search.spec import SearchSpec
-from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.tools import ScopedTool
+from scopegate.tools import Closer, ScopedTool, ToolSource, gather_tools
 
 log = logging.getLogger("scopegate.config")
-Closer = Callable[[], Awaitable[None]]
-
-
-class FeatureUnavailable(ConfigError):
-    """A config section needs a part of scopegate that is not installed (the cause is the ImportError)."""
-
-    @classmethod
-    def missing(cls, feature: str, extra: str, exc: ImportError) -> FeatureUnavailable:
-        module = exc.name or "a dependency"
-        return cls(f"{feature} needs the {extra!r} extra ({module} is not installed): {install_hint(extra)}")
 
 
 @dataclass
 class ToolApp:
-    """The tools of one config, ready for an adapter (ADK, MCP), and what they hold open."""
+    """The tools of one app, ready for an adapter, and what they hold open.
+
+    Built from a config file (:func:`load_config`) or from tools built in Python (:meth:`from_tools`);
+    either way the same object feeds ``scopegate.adk.ScopegateToolset(app)`` and ``scopegate.mcp``.
+    """
 
     config: AppConfig
     tools: list[ScopedTool]
@@ -75,12 +88,49 @@ class ToolApp:
     def names(self) -> list[str]:
         return [t.name for t in self.tools]
 
+    @classmethod
+    def from_tools(
+        cls,
+        tools: ToolSource | Sequence[ScopedTool | ToolSource],
+        *,
+        guard: Guard | None = None,
+        name: str = "scopegate",
+        instructions: str | None = None,
+    ) -> ToolApp:
+        """An app of tools built in Python (and of sources such as an OpenAPI toolset, closed with the app).
+
+        ``guard`` wraps every tool not already guarded. The session-state keys the tools read their scope
+        from must agree (they become the app's ``scope.state_keys``); the MCP server maps a caller's
+        identity onto them."""
+        raw, closers = gather_tools(tools)
+        if not raw:
+            raise ConfigError("an app needs at least one tool")
+        _check_unique(raw)
+        keys = {t.scope_keys for t in raw}
+        if len(keys) > 1:
+            listed = "; ".join(f"{t.name}: {t.scope_keys}" for t in raw)
+            raise ConfigError(f"the tools read their scope from different session-state keys ({listed})")
+        key: ScopeKeys = keys.pop()
+        config = AppConfig(
+            version=1,
+            server=ServerConfig(name=name, instructions=instructions),
+            scope=ScopeConfig(state_keys=StateKeys(tenant=key.tenant, user=key.user, groups=key.groups)),
+        )
+        wrapped = [guard.wrap(t) if guard is not None and not isinstance(t, GuardedTool) else t for t in raw]
+        return cls(config=config, tools=wrapped, raw_tools=raw, guard=guard, closers=list(closers))
+
     def adk_tools(self) -> list[Any]:
-        """The tools as Google ADK tools (``LlmAgent(tools=app.adk_tools())``), reading scope as the
-        ``scope`` section says (binding, signed or session state; see docs/deployment-adk.md)."""
-        from scopegate.adapters.adk import AdkTool
+        """Deprecated (goes in 0.3): use ``scopegate.adk.ScopegateToolset(app)``."""
+        import warnings
+
+        from scopegate.adapters.adk import AdkTool  # layer exemption: this deprecated shim only
         from scopegate.adapters.adk_scope import ScopePolicy
 
+        warnings.warn(
+            "ToolApp.adk_tools() is deprecated and goes in 0.3; use scopegate.adk.ScopegateToolset(app)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         policy = ScopePolicy.from_config(self.config.scope)
         return [AdkTool(t, scope_policy=policy) for t in self.tools]
 
@@ -201,12 +251,8 @@ def build_guard(cfg: GuardsConfig) -> Guard | None:
 
 # -- the app ------------------------------------------------------------------------------
 def search_tools_for(tool_cfg: SearchToolConfig, backend: SearchBackend) -> list[ScopedTool]:
-    tools: list[ScopedTool] = [SearchTool(tool_cfg.spec, backend)]
-    if tool_cfg.fetch:
-        tools.append(FetchTool(tool_cfg.spec, backend))
-    if tool_cfg.aggregate is not None:
-        tools.append(AggregateTool(tool_cfg.spec, backend, tool_cfg.aggregate))
-    return tools
+    aggregate = tool_cfg.aggregate if tool_cfg.aggregate is not None else False
+    return search_tools(tool_cfg.spec, backend, fetch=tool_cfg.fetch, aggregate=aggregate)
 
 
 def _check_unique(tools: Sequence[ScopedTool]) -> None:
@@ -217,20 +263,20 @@ def _check_unique(tools: Sequence[ScopedTool]) -> None:
         seen.add(tool.name)
 
 
-async def build_app(
+def build_tool_app(
     config: AppConfig,
     *,
     offline: bool = False,
     guard: Guard | Literal["config"] | None = "config",
     resource: str | None = None,
 ) -> ToolApp:
-    """Backends, tools, guard and identity services of ``config``.
+    """Backends, tools, guard and identity services of ``config``, built synchronously.
 
-    ``offline`` builds in-memory embedded indexes and opens nothing (for
-    ``scopegate check``). ``guard`` overrides the configured guard (pass
-    ``None`` for raw tools). ``resource`` is the MCP server's own URI when
-    ``auth.resource`` is unset (an accepted token audience). On failure,
-    whatever was opened is closed again.
+    Nothing here waits on the network: engine clients connect on their first request, so this runs
+    anywhere, inside a running event loop too (ADK imports agent modules in its own). ``offline`` builds
+    in-memory embedded indexes and opens nothing (for ``scopegate check``). ``guard`` overrides the
+    configured guard (``None`` for raw tools). ``resource`` is the MCP server's own URI when
+    ``auth.resource`` is unset (an accepted token audience). On failure, whatever was opened is closed.
     """
     app = ToolApp(config=config, tools=[], raw_tools=[])
     try:
@@ -252,8 +298,47 @@ async def build_app(
             _check_unique(app.raw_tools)
         app.guard = build_guard(config.guards) if guard == "config" else guard
     except BaseException:
-        await app.aclose()
+        _close_soon(app)
         raise
     wrap = app.guard.wrap if app.guard is not None else None
     app.tools = [wrap(t) for t in app.raw_tools] if wrap is not None else list(app.raw_tools)
     return app
+
+
+def _close_soon(app: ToolApp) -> None:
+    """Close a half-built app: now when no event loop runs here, else as a task of the running loop."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(app.aclose())
+        return
+    task = loop.create_task(app.aclose())
+    _CLOSING.add(task)
+    task.add_done_callback(_CLOSING.discard)
+
+
+_CLOSING: set[asyncio.Task[None]] = set()
+
+
+async def build_app(
+    config: AppConfig,
+    *,
+    offline: bool = False,
+    guard: Guard | Literal["config"] | None = "config",
+    resource: str | None = None,
+) -> ToolApp:
+    """:func:`build_tool_app` for async callers (it awaits nothing; kept for code that awaited it)."""
+    return build_tool_app(config, offline=offline, guard=guard, resource=resource)
+
+
+def load_config(
+    path: str | os.PathLike[str],
+    *,
+    environ: Mapping[str, str] | None = None,
+    guard: Guard | Literal["config"] | None = "config",
+) -> ToolApp:
+    """Read a config file (YAML, TOML or JSON; ``${ENV}`` expanded, validated) and build its tools.
+
+    Synchronous, so one file feeds an ADK agent module (``tools=[ScopegateToolset(app)]``) and
+    ``scopegate serve`` alike; errors name the bad key and its line (:class:`ConfigValidationError`)."""
+    return build_tool_app(read_config(path, environ), guard=guard)

@@ -43,7 +43,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scopegate.errors import ConfigError, IdentityError
+from scopegate.errors import (
+    ConfigError,
+    IdentityError,
+)
+from scopegate.errors import (
+    SignatureInvalid as SignatureInvalid,
+)
 from scopegate.identity.model import Identity
 
 __all__ = [
@@ -67,18 +73,6 @@ _ENVELOPE_KEYS = frozenset({"v", "kid", "iat", "exp", "scope", "sig"})
 _SCOPE_KEYS = frozenset({"tenant", "user", "groups"})
 MAX_SIG_CHARS = 64
 DEFAULT_LEEWAY_S = 30
-
-
-class SignatureInvalid(IdentityError):
-    """A signed scope was missing, malformed, altered, expired or issued for another session.
-
-    ``reason`` is one of ``missing``, ``malformed``, ``unknown_key``,
-    ``bad_signature``, ``expired``, ``not_yet_valid``, ``bad_identity``.
-    """
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"signed scope refused: {reason}" + (f" ({detail})" if detail else ""))
-        self.reason = reason
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""Test utilities for applications: an offline scripted model for ADK runs, multi-process consistency runs.
+"""Test utilities for applications: an offline scripted model for end-to-end runs of your ADK agents.
 
-Imported lazily, so ``python -m scopegate.testing.consistency`` workers do not load Google ADK.
+The scripted model is imported on first use, so importing this package does not load Google ADK.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ from mcp_harness import ServerProcess, start_http_server
 
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.demo.corpus import generate_tickets, ticket_spec
-from scopegate.engines.keycloak_realm import MCP_CLIENT, RealmInfo
 from scopegate.examples.orders.oidc import OidcSettings
 from scopegate.examples.orders.server import running_orders_service
-from scopegate.testing.keycloak import RealmClient
+from scopegate_lab.keycloak import RealmClient
+from scopegate_lab.keycloak_realm import MCP_CLIENT, RealmInfo
 
 pytestmark = pytest.mark.keycloak
 

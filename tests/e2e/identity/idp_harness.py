@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
 from mcp_harness import free_port, search_tool_config, serving_in_thread, write_config
 
 from scopegate.config import build_app, load_config
-from scopegate.engines.keycloak_realm import MCP_CLIENT, ORDERS_CLIENT, RealmInfo
 from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.server import RunningService
 from scopegate.server.http_app import build_http_app
-from scopegate.testing.keycloak import RealmClient
+from scopegate_lab.keycloak import RealmClient
+from scopegate_lab.keycloak_realm import MCP_CLIENT, ORDERS_CLIENT, RealmInfo
 
 SECRET_ENV = "SG_IDP_MCP_SECRET"
 

@@ -17,7 +17,7 @@ import pytest
 from idp_harness import SECRET_ENV, IdpWorld, auth_section, in_thread_server, write_idp_config
 from mcp_harness import ServerProcess, free_port, http_client
 
-from scopegate.engines.keycloak_realm import MCP_CLIENT
+from scopegate_lab.keycloak_realm import MCP_CLIENT
 
 pytestmark = pytest.mark.keycloak
 

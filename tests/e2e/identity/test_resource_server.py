@@ -27,8 +27,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from mcp_harness import HEADERS, INIT, MODES, ServerProcess, http_client, result_ids
 
-from scopegate.engines.keycloak_realm import MCP_CLIENT, RealmInfo, rotation_spec
-from scopegate.testing.keycloak import RealmClient
+from scopegate_lab.keycloak import RealmClient
+from scopegate_lab.keycloak_realm import MCP_CLIENT, RealmInfo, rotation_spec
 
 pytestmark = pytest.mark.keycloak
 

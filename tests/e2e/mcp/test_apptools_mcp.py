@@ -31,7 +31,7 @@ from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
 from scopegate.examples.orders.server import RunningService, running_orders_service
 from scopegate.examples.orders.tools import cancel_order
 from scopegate.search.agg_tool import AggregateTool
-from scopegate.testing.agg_oracle import result_counts
+from scopegate_lab.agg_oracle import result_counts
 
 ALICE_TOKEN = opaque_token("shop", ALICE)
 LOOKED_UP = "getOrder(orderId=orderId).customer_id == state.user_id"

@@ -24,12 +24,12 @@ from mcp_harness import (
     write_token_table,
 )
 
-from scopegate.examples.hostile import SPEC_PATH as HOSTILE_SPEC
-from scopegate.examples.hostile import TOKEN as HOSTILE_TOKEN
-from scopegate.examples.hostile import RunningHostile, running_hostile_service
 from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, REPORTS_KEY, STAFF_KEY
 from scopegate.examples.orders.server import RunningService, running_counting_service, running_orders_service
+from scopegate_lab.hostile import SPEC_PATH as HOSTILE_SPEC
+from scopegate_lab.hostile import TOKEN as HOSTILE_TOKEN
+from scopegate_lab.hostile import RunningHostile, running_hostile_service
 
 ALICE_TOKEN = opaque_token("shop", ALICE)
 ROOT_PASS = "mcp-root-pass-93f0a1c7"

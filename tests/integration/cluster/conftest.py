@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from scopegate.demo.corpus import generate_tickets
-from scopegate.engines.cluster import ClusterConfig, LocalCluster
 from scopegate.errors import EngineNodeError
+from scopegate_lab.cluster import ClusterConfig, LocalCluster
 from unavailable import engine_unavailable
 
 REPO = Path(__file__).resolve().parents[3]

@@ -27,13 +27,13 @@ import pytest
 
 from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.demo.corpus import TENANTS, ticket_spec
-from scopegate.engines.cluster import LocalCluster
 from scopegate.errors import SEARCH_UNAVAILABLE
 from scopegate.guard.calllog import CallLog, MemorySink
 from scopegate.guard.guard import Guard
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing import oracle
-from scopegate.testing.load import Call, CallRecord, LoadRunner, audit, between, run_timeline
+from scopegate_lab import oracle
+from scopegate_lab.cluster import LocalCluster
+from scopegate_lab.load import Call, CallRecord, LoadRunner, audit, between, run_timeline
 
 from .cluster_helpers import LOADED_CLIENT_TIMEOUT_S, QUERIES, ingested, loaded_spec, search_args
 

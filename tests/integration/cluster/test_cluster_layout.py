@@ -16,14 +16,14 @@ import httpx
 import pytest
 
 from scopegate.backends.opensearch import OpenSearchBackend
-from scopegate.cli import main as scopegate_main
 from scopegate.context import CallContext
 from scopegate.demo.corpus import INJECTION_ID, TENANTS, ticket_spec
-from scopegate.engines.cluster import LocalCluster
 from scopegate.errors import NOT_FOUND
 from scopegate.scope import Scope
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing import oracle
+from scopegate_lab import oracle
+from scopegate_lab.cluster import LocalCluster
+from scopegate_lab.cluster_cli import main as cluster_main
 
 from .cluster_helpers import QUERIES, changed, http_opened, ingested, search_args, shard_query_totals
 
@@ -204,15 +204,16 @@ async def test_searches_go_only_to_the_coordinating_node(cluster: LocalCluster, 
 
 
 def test_cluster_commands(cluster: LocalCluster, capsys: pytest.CaptureFixture[str]) -> None:
-    """``scopegate engine opensearch start --nodes 3`` on a running cluster reuses it; status and url read it."""
+    """``python -m scopegate_lab.cluster_cli opensearch start --nodes 3`` on a running cluster reuses it; status
+    and url read it."""
     state = ["--state-dir", str(cluster.config.root)]
-    assert scopegate_main(["engine", "opensearch", "start", "--nodes", "3", *state]) == 0
+    assert cluster_main(["opensearch", "start", "--nodes", "3", *state]) == 0
     out = capsys.readouterr().out
     assert f"SCOPEGATE_CLUSTER_DATA_URLS={','.join(cluster.data_urls)}" in out
     assert f"SCOPEGATE_CLUSTER_COORDINATING_URLS={cluster.coordinating_urls[0]}" in out
-    assert scopegate_main(["engine", "opensearch", "status", "--cluster", *state]) == 0
+    assert cluster_main(["opensearch", "status", *state]) == 0
     status = json.loads(capsys.readouterr().out)
     assert status["health"] == "green" and [m["running"] for m in status["members"]] == [True] * 4
-    assert scopegate_main(["engine", "opensearch", "url", "--cluster", "--role", "coordinating", *state]) == 0
+    assert cluster_main(["opensearch", "url", "--role", "coordinating", *state]) == 0
     assert capsys.readouterr().out.strip() == cluster.coordinating_urls[0]
-    assert scopegate_main(["engine", "opensearch", "kill", "data-9", *state]) == 4  # no such member
+    assert cluster_main(["opensearch", "kill", "data-9", *state]) == 4  # no such member

@@ -23,12 +23,12 @@ from scopegate.backends.reindex import reindex_verified, rollback
 from scopegate.cli import main as scopegate_main
 from scopegate.context import CallContext
 from scopegate.demo.corpus import TENANTS
-from scopegate.engines.cluster import LocalCluster
 from scopegate.guard.calllog import CallLog, MemorySink
 from scopegate.guard.guard import Guard
 from scopegate.guard.replay import LoggedSearch, Thresholds, collect_searches
 from scopegate.search.tools import SearchTool
-from scopegate.testing.load import Call, LoadRunner
+from scopegate_lab.cluster import LocalCluster
+from scopegate_lab.load import Call, LoadRunner
 
 from .cluster_helpers import QUERIES, ingested, loaded_spec, search_args
 

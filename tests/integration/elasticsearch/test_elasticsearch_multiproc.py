@@ -7,7 +7,7 @@ import pytest
 from elasticsearch_helpers import unique_spec
 from engine_multiproc import *  # noqa: F403 - the shared engine tests, collected here
 
-from scopegate.testing.consistency import Target
+from scopegate_lab.consistency import Target
 
 
 @pytest.fixture

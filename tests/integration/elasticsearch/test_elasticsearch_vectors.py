@@ -14,8 +14,8 @@ from elasticsearch_helpers import make_backend, unique_spec
 from scopegate.context import CallContext
 from scopegate.errors import ConfigError
 from scopegate.search.tools import SearchTool
-from scopegate.testing.encoders import bag_of_words_encoder
-from scopegate.testing.encoders import ticket as doc
+from scopegate_lab.encoders import bag_of_words_encoder
+from scopegate_lab.encoders import ticket as doc
 
 pytestmark = pytest.mark.elasticsearch
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from scopegate.engines.keycloak_node import (
+from scopegate.errors import EngineNodeError
+from scopegate_lab.keycloak_node import (
     DEFAULT_TIMEOUT_S,
     TIMEOUT_ENV,
     KeycloakConfig,
@@ -24,7 +25,6 @@ from scopegate.engines.keycloak_node import (
     _run_in_group,
     start_timeout,
 )
-from scopegate.errors import EngineNodeError
 
 CONFTEST = Path(__file__).resolve().parents[2] / "conftest.py"
 

@@ -11,13 +11,13 @@ import pytest
 
 from scopegate.config.model import ClaimMap
 from scopegate.context import CallContext, SubjectToken
-from scopegate.engines.keycloak_realm import MCP_CLIENT, RealmInfo
 from scopegate.errors import CredentialUnavailable, ProviderUnavailable
 from scopegate.identity.exchange import ExchangeTarget, TokenExchanger
 from scopegate.identity.introspection import Introspector
 from scopegate.identity.provider import Provider, ProviderSettings
 from scopegate.scope import ScopeKeys
-from scopegate.testing.keycloak import RealmClient
+from scopegate_lab.keycloak import RealmClient
+from scopegate_lab.keycloak_realm import MCP_CLIENT, RealmInfo
 
 pytestmark = pytest.mark.keycloak
 

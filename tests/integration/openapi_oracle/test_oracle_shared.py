@@ -4,7 +4,7 @@ A fixed sample (3 operations per shared spec, seed 11) plus every operation of a
 synthetic expandable-field spec: arguments generated from the declaration,
 sent by the real OperationTool to a loopback catch-all, and what arrived is
 validated by openapi-core and by an independent decoder (see
-scopegate.testing.openapi_oracle). The full run over every operation is
+scopegate_lab.openapi_oracle). The full run over every operation is
 bench/bench_openapi_oracle.py (results in bench/results/openapi_oracle.md).
 """
 
@@ -17,8 +17,8 @@ import pytest
 
 from scopegate.openapi import serialize
 from scopegate.openapi.discover import find_documents
-from scopegate.testing.openapi_oracle import check_spec
-from scopegate.testing.openapi_synth import expandable_web
+from scopegate_lab.openapi_oracle import check_spec
+from scopegate_lab.openapi_synth import expandable_web
 
 REPO = Path(__file__).resolve().parents[3]
 SHARED_OPENAPI = REPO.parent / "shared" / "data" / "openapi"

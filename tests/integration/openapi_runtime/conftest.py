@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import pytest
 from rt_helpers import SECRETS, SENSITIVE_VALUES, delegated_settings, hostile_settings, staff_settings
 
-from scopegate.examples.hostile import RunningHostile, running_hostile_service
 from scopegate.examples.orders.server import RunningService, running_counting_service, running_orders_service
 from scopegate.openapi.runtime import OperationToolset, ToolsetSettings
+from scopegate_lab.hostile import RunningHostile, running_hostile_service
 
 
 class _Everything(logging.Handler):

@@ -6,8 +6,6 @@ from dataclasses import replace
 from typing import Any
 
 from scopegate.context import CallContext
-from scopegate.examples.hostile import SPEC_PATH as HOSTILE_SPEC
-from scopegate.examples.hostile import TOKEN as HOSTILE_TOKEN
 from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, CUSTOMERS, REPORTS_KEY, STAFF_KEY
 from scopegate.openapi.runtime import (
@@ -18,6 +16,8 @@ from scopegate.openapi.runtime import (
     Timeouts,
     ToolsetSettings,
 )
+from scopegate_lab.hostile import SPEC_PATH as HOSTILE_SPEC
+from scopegate_lab.hostile import TOKEN as HOSTILE_TOKEN
 
 ORDER_OPS = ("getOrder", "getOrderLegacy", "updateShippingAddress", "cancelOrder", "addOrderNote")
 ALL_OPS = (

@@ -14,11 +14,11 @@ import tracemalloc
 import pytest
 from rt_helpers import ALICE, MAX_BYTES, session
 
-from scopegate.examples.hostile import CATALOGUE, RunningHostile
-from scopegate.examples.hostile import SPEC_PATH as HOSTILE_SPEC
-from scopegate.examples.hostile import TOKEN as HOSTILE_TOKEN
-from scopegate.examples.hostile.bombs import ordinary_json
 from scopegate.openapi.runtime import OperationToolset
+from scopegate_lab.hostile import CATALOGUE, RunningHostile
+from scopegate_lab.hostile import SPEC_PATH as HOSTILE_SPEC
+from scopegate_lab.hostile import TOKEN as HOSTILE_TOKEN
+from scopegate_lab.hostile.bombs import ordinary_json
 
 MEMORY_BUDGET = 4 * MAX_BYTES + 20 * 1024 * 1024
 
@@ -60,7 +60,7 @@ async def test_bombs_never_reach_memory(hostile_toolset: OperationToolset, name:
 
 
 async def test_the_stacked_bomb_is_tiny_on_the_wire_and_huge_inside(hostile: RunningHostile) -> None:
-    from scopegate.examples.hostile.bombs import gzip_of, gzip_zeros
+    from scopegate_lab.hostile.bombs import gzip_of, gzip_zeros
 
     assert len(gzip_of(gzip_zeros())) < 3000  # 1 GiB of zeros inside
 

@@ -22,10 +22,10 @@ from rt_helpers import (
     staff_settings,
 )
 
-from scopegate.examples.hostile import RunningHostile
 from scopegate.examples.orders.data import CUSTOMERS
 from scopegate.examples.orders.server import RunningService
 from scopegate.openapi.runtime import OperationPolicy, OperationToolset
+from scopegate_lab.hostile import RunningHostile
 
 SERVER = {
     "name": "web-1",

@@ -10,7 +10,7 @@ from scopegate.demo.corpus import ticket_spec
 from scopegate.scope import Scope
 from scopegate.search.model import SearchQuery
 from scopegate.search.spec import SearchSpec
-from scopegate.testing import oracle
+from scopegate_lab import oracle
 from unavailable import engine_unavailable
 
 

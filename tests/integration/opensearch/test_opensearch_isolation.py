@@ -16,7 +16,7 @@ from scopegate.context import CallContext
 from scopegate.demo.corpus import INJECTION_ID
 from scopegate.scope import Scope
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.oracle import expected_total
+from scopegate_lab.oracle import expected_total
 
 TENANTS = ("alpha", "beta")
 PER_TENANT = 120

@@ -6,7 +6,7 @@ import pytest
 from engine_multiproc import *  # noqa: F403 - the shared engine tests, collected here
 from opensearch_helpers import unique_spec
 
-from scopegate.testing.consistency import Target
+from scopegate_lab.consistency import Target
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """Snippet parity: for the same hits, OpenSearch and the embedded engine give the same snippets.
 
-Realistic tickets (``scopegate.testing.workload``: real paragraph blocks, stack
+Realistic tickets (``scopegate_lab.workload``: real paragraph blocks, stack
 traces, quoted email threads, bodies up to 50 KB) go into both engines; the
 workload's held-out queries run through both tools. OpenSearch returns whole
 bodies in ``_source`` (chosen by measurement over highlight fragments and
@@ -25,7 +25,7 @@ from scopegate.context import CallContext
 from scopegate.errors import ConfigError
 from scopegate.search.shaper import shape_hits
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.workload import SourceProfile, TicketFactory, WorkloadQuery, make_queries, workload_spec
+from scopegate_lab.workload import SourceProfile, TicketFactory, WorkloadQuery, make_queries, workload_spec
 
 pytestmark = pytest.mark.opensearch
 TICKETS = 1_500

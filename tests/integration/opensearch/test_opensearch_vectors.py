@@ -22,8 +22,8 @@ from scopegate.context import CallContext
 from scopegate.engines.opensearch_node import OpenSearchNode, knn_node_config
 from scopegate.errors import ConfigError, EngineNodeError
 from scopegate.search.tools import SearchTool
-from scopegate.testing.encoders import bag_of_words_encoder
-from scopegate.testing.encoders import ticket as doc
+from scopegate_lab.encoders import bag_of_words_encoder
+from scopegate_lab.encoders import ticket as doc
 
 pytestmark = pytest.mark.opensearch
 REPO = Path(__file__).resolve().parents[3]

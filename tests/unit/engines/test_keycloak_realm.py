@@ -8,8 +8,8 @@ from typing import Any
 
 from syrupy.assertion import SnapshotAssertion
 
-from scopegate.engines.keycloak_node import BUILD_OPTIONS, KeycloakConfig, KeycloakNode
-from scopegate.engines.keycloak_realm import MCP_CLIENT, ORDERS_CLIENT, RealmInfo, realm, rotation_spec, user_profile
+from scopegate_lab.keycloak_node import BUILD_OPTIONS, KeycloakConfig, KeycloakNode
+from scopegate_lab.keycloak_realm import MCP_CLIENT, ORDERS_CLIENT, RealmInfo, realm, rotation_spec, user_profile
 
 
 def client(rep: dict[str, Any], client_id: str) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Resolution scales with what is used: shared and recursive refs cost once, deep webs do not recurse deeply.
 
-The synthetic specs (scopegate.testing.openapi_synth) have the shapes of a large
+The synthetic specs (scopegate_lab.openapi_synth) have the shapes of a large
 payments API: a web of schemas linked through expandable fields
 ``anyOf: [string, $ref]``, a deep allOf chain, a discriminated oneOf. Wave 1
 failed here with "schema too large to resolve (more than 2000000 nodes)" from
@@ -22,7 +22,7 @@ from scopegate.openapi.resolver import MAX_INLINE_REFS
 from scopegate.openapi.runtime.request import RequestBuilder
 from scopegate.openapi.runtime.schema import compile_validator
 from scopegate.openapi.translate import translate
-from scopegate.testing.openapi_synth import expandable_web
+from scopegate_lab.openapi_synth import expandable_web
 
 
 def _mappings(node: object) -> int:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scopegate.testing.consistency import Answer, Event, check
+from scopegate_lab.consistency import Answer, Event, check
 
 BOUND = 0.5
 # D0001 of acme: v1 from the start, v2 written during [10.0, 10.1], moved to globex (v3) during

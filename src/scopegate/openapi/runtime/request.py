@@ -33,7 +33,13 @@ from urllib.parse import quote, urlsplit
 
 from jsonschema import Draft202012Validator
 
-from scopegate.errors import ArgumentsInvalid, ConfigError
+from scopegate.errors import (
+    ArgumentsInvalid,
+    ConfigError,
+)
+from scopegate.errors import (
+    UnsupportedOperation as UnsupportedOperation,
+)
 from scopegate.openapi.headers import FORBIDDEN_HEADERS
 from scopegate.openapi.model import FORM_URLENCODED, JSON_MEDIA, ArgumentMap, Parameter, ToolBinding
 from scopegate.openapi.runtime.schema import compile_validator, problems
@@ -74,10 +80,6 @@ _HEADER_VALUE_OK = re.compile(r"^[\x20-\x7e]*$")
 
 def _base_media(media_type: str) -> str:
     return media_type.split(";")[0].strip().lower()
-
-
-class UnsupportedOperation(ConfigError):
-    """The operation cannot be called safely by this runtime (raised at construction)."""
 
 
 @dataclass(frozen=True)

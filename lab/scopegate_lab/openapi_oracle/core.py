@@ -26,8 +26,8 @@ from openapi_core.datatypes import RequestParameters
 from openapi_core.exceptions import OpenAPIError
 from werkzeug.datastructures import Headers, ImmutableMultiDict
 
-from scopegate.testing.openapi_oracle.catchall import ArrivedRequest
-from scopegate.testing.openapi_oracle.rawspec import RawSpec
+from scopegate_lab.openapi_oracle.catchall import ArrivedRequest
+from scopegate_lab.openapi_oracle.rawspec import RawSpec
 
 _KNOWN_FORMATS = frozenset(
     {"date", "date-time", "email", "uuid", "ipv4", "ipv6", "uri", "hostname", "byte", "binary", "password"}

@@ -34,7 +34,7 @@ Documents: id ``D0001``..., subject ``D0001 <tenant> v<version>`` (versions are
 globally unique, so a version names the (tenant, id) it was written to), body
 with ``key<n>`` (the id's own word) and ``zephyr`` (every document).
 
-Run ``python -m scopegate.testing.consistency writer|reader --help``;
+Run ``python -m scopegate_lab.consistency writer|reader --help``;
 :func:`run_consistency` starts one writer and N readers and checks the logs.
 """
 
@@ -525,7 +525,7 @@ class RunResult:
 
 
 def worker_command(role: str, *args: str) -> list[str]:
-    return [sys.executable, "-m", "scopegate.testing.consistency", role, *args]
+    return [sys.executable, "-m", "scopegate_lab.consistency", role, *args]
 
 
 def run_consistency(
@@ -618,7 +618,7 @@ def _expect(proc: subprocess.Popen[str], word: str, timeout_s: float) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m scopegate.testing.consistency", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m scopegate_lab.consistency", description=__doc__)
     sub = parser.add_subparsers(dest="role", required=True)
     for role in ("writer", "reader"):
         p = sub.add_parser(role)

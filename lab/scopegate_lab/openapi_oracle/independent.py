@@ -34,8 +34,8 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from scopegate.openapi.swagger2 import PARAM_SCHEMA_KEYS as _SCHEMA_KEYS  # Swagger 2.0's list, a fact of the spec
-from scopegate.testing.openapi_oracle.catchall import ArrivedRequest
-from scopegate.testing.openapi_oracle.rawspec import Node, RawSpec
+from scopegate_lab.openapi_oracle.catchall import ArrivedRequest
+from scopegate_lab.openapi_oracle.rawspec import Node, RawSpec
 
 _SWAGGER_DELIMS = {"csv": ",", "ssv": " ", "tsv": "\t", "pipes": "|"}
 _STYLE_DELIMS = {"spaceDelimited": " ", "pipeDelimited": "|", "tabDelimited": "\t"}

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from scopegate.testing.workload.sources import PRODUCTS, SourceProfile
+from scopegate_lab.workload.sources import PRODUCTS, SourceProfile
 
 CHUNK_TICKETS = 10_000
 MIN_BODY_CHARS = 200

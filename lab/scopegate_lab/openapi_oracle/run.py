@@ -32,10 +32,10 @@ from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
 from scopegate.openapi.runtime.credentials import Credential, FromProvider, Secret
 from scopegate.openapi.runtime.retry import RetryPolicy
 from scopegate.openapi.runtime.tool import OperationTool, ToolRuntime
-from scopegate.testing.openapi_oracle.argsgen import ArgumentGenerator, SpecArgumentGenerator
-from scopegate.testing.openapi_oracle.catchall import ArrivedRequest, CatchAll
-from scopegate.testing.openapi_oracle.core import CoreValidator
-from scopegate.testing.openapi_oracle.independent import IndependentValidator
+from scopegate_lab.openapi_oracle.argsgen import ArgumentGenerator, SpecArgumentGenerator
+from scopegate_lab.openapi_oracle.catchall import ArrivedRequest, CatchAll
+from scopegate_lab.openapi_oracle.core import CoreValidator
+from scopegate_lab.openapi_oracle.independent import IndependentValidator
 
 SECRET = "oracle-credential-0001"
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 
 from scopegate.search.analysis import unique_terms
-from scopegate.testing.workload.sources import ERROR_CODE_RE, SourceProfile
-from scopegate.testing.workload.tickets import STATUSES, Tenant, tenants
+from scopegate_lab.workload.sources import ERROR_CODE_RE, SourceProfile
+from scopegate_lab.workload.tickets import STATUSES, Tenant, tenants
 
 MAX_QUERY_CHARS = 200
 KINDS = (("subject", 0.35), ("code", 0.25), ("phrase", 0.40))

@@ -1,7 +1,7 @@
-"""``python -m scopegate.testing.workload generate --docs 2000000 --out .cache/workload/w2m``
+"""``python -m scopegate_lab.workload generate --docs 2000000 --out .cache/workload/w2m``
 
 Writes JSONL shards, queries.json, spec.json and manifest.json (see
-:mod:`scopegate.testing.workload.corpus`). About 2 minutes per million tickets
+:mod:`scopegate_lab.workload.corpus`). About 2 minutes per million tickets
 with 2 workers on a quiet 2-core machine; 3.5 KB of JSON per ticket on average
 (2M tickets: about 7 GB).
 """
@@ -13,11 +13,11 @@ import json
 import sys
 from collections.abc import Sequence
 
-from scopegate.testing.workload.corpus import CorpusSettings, generate_corpus
+from scopegate_lab.workload.corpus import CorpusSettings, generate_corpus
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m scopegate.testing.workload", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m scopegate_lab.workload", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     gen = sub.add_parser("generate", help="write a corpus folder (kept shards are not rewritten)")
     gen.add_argument("--out", required=True, help="corpus folder, e.g. .cache/workload/w2m")

@@ -2,7 +2,7 @@
 
 Each check takes a backend with an empty index of the demo ticket spec
 (:func:`scopegate.demo.corpus.ticket_spec`, any index name), or a
-:class:`~scopegate.testing.consistency.Target` when it starts other processes,
+:class:`~scopegate_lab.consistency.Target` when it starts other processes,
 and raises ``AssertionError`` naming what went wrong. The embedded, OpenSearch
 and Elasticsearch test suites run them all; a new backend should too.
 """
@@ -26,7 +26,7 @@ from scopegate.context import CallContext
 from scopegate.errors import IngestError
 from scopegate.scope import Scope
 from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.testing.consistency import Target, open_backend, run_consistency
+from scopegate_lab.consistency import Target, open_backend, run_consistency
 
 # Tenants that break the identity rule: wave 1 stripped the first two on some backends and not others.
 NON_CANONICAL_TENANTS = ("acme ", " acme", "ac\u200bme", "e\u0301cole", "acme\n")
@@ -182,7 +182,7 @@ class StalledSource:
 OTHER_WRITER = textwrap.dedent(
     """
     import asyncio, json, sys
-    from scopegate.testing.consistency import Target, open_backend
+    from scopegate_lab.consistency import Target, open_backend
 
     async def main():
         backend = open_backend(Target(*json.loads(sys.argv[1])))

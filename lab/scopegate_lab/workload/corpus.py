@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from scopegate.search.spec import KeywordFilter, SearchSpec, TextField, spec_to_dict
-from scopegate.testing.workload.queries import WorkloadQuery, make_queries
-from scopegate.testing.workload.sources import PRODUCTS, SourceProfile
-from scopegate.testing.workload.tickets import PRIORITIES, STATUSES, TicketFactory
+from scopegate_lab.workload.queries import WorkloadQuery, make_queries
+from scopegate_lab.workload.sources import PRODUCTS, SourceProfile
+from scopegate_lab.workload.tickets import PRIORITIES, STATUSES, TicketFactory
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1

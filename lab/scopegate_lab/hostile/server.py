@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from scopegate.errors import EngineNodeError
-from scopegate.examples.hostile.bombs import CATALOGUE, Bomb
 from scopegate.examples.orders.server import bind_loopback
+from scopegate_lab.hostile.bombs import CATALOGUE, Bomb
 
 SPEC_PATH = Path(__file__).with_name("openapi.json")
 TOKEN = "hostile-token-4d1f9e27b08c4a6d93e5"
@@ -214,7 +214,7 @@ async def _prebuild() -> None:
 
 
 def serve_forever(port: int, *, prebuild: bool = False) -> None:
-    """Run in the foreground (``python -m scopegate.examples.hostile --port N``) until interrupted.
+    """Run in the foreground (``python -m scopegate_lab.hostile --port N``) until interrupted.
 
     ``prebuild`` makes every fixed-size bomb before it accepts connections (for timing).
     """

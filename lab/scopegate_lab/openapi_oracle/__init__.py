@@ -9,6 +9,6 @@ Needs the dev dependencies (openapi-core, rstr).
 
 from __future__ import annotations
 
-from scopegate.testing.openapi_oracle.run import OperationResult, SpecReport, check_spec
+from scopegate_lab.openapi_oracle.run import OperationResult, SpecReport, check_spec
 
 __all__ = ["OperationResult", "SpecReport", "check_spec"]

@@ -1,7 +1,7 @@
 """Talking to the test realm of a local Keycloak: tokens for its users and clients, key rotation, logout.
 
-For tests and local experiments against :mod:`scopegate.engines.keycloak_node`
-(the realm is :func:`scopegate.engines.keycloak_realm.realm`). Administration
+For tests and local experiments against :mod:`scopegate_lab.keycloak_node`
+(the realm is :func:`scopegate_lab.keycloak_realm.realm`). Administration
 uses the realm's own ``scopegate-admin`` service account (``manage-realm``, ``manage-users`` in
 this realm only), never the master realm. Synchronous ``httpx`` with timeouts.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import jwt
 
-from scopegate.engines.keycloak_realm import AGENT_CLIENT, RealmInfo
+from scopegate_lab.keycloak_realm import AGENT_CLIENT, RealmInfo
 
 TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 

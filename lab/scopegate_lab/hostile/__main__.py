@@ -1,10 +1,10 @@
-"""``python -m scopegate.examples.hostile --port 8090``: the hostile upstream in the foreground."""
+"""``python -m scopegate_lab.hostile --port 8090``: the hostile upstream in the foreground."""
 
 from __future__ import annotations
 
 import argparse
 
-from scopegate.examples.hostile.server import serve_forever
+from scopegate_lab.hostile.server import serve_forever
 
 
 def main() -> None:

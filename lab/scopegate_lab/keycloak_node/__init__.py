@@ -11,12 +11,12 @@ place by every later ``start --clean`` so a start skips schema creation
 
 A start runs ``kc.sh start --optimized`` on 127.0.0.1 with a free port, a
 pinned hostname (so the issuer is stable), a modest heap, and imports the
-realm JSON files (by default :func:`scopegate.engines.keycloak_realm.realm`:
+realm JSON files (by default :func:`scopegate_lab.keycloak_realm.realm`:
 two tenants, users, clients, scopes). It is ready when every imported realm
 serves its OpenID configuration. Layout under the state folder (default
 ``<repo>/.cache/keycloak-node``): ``dist/`` (unpacked, built), ``seed/``,
 ``node.pid``, ``http.port``, ``url``, ``node.log``. By hand: ``scopegate engine keycloak
-start|stop|status|url|build`` (or ``python -m scopegate.engines.keycloak_node ...``).
+start|stop|status|url|build`` (or ``python -m scopegate_lab.keycloak_node ...``).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from scopegate.engines._node import (
     maven_fetch,
     unpack_zip,
 )
-from scopegate.engines.keycloak_realm import realm, rotation_spec
 from scopegate.errors import EngineNodeError
+from scopegate_lab.keycloak_realm import realm, rotation_spec
 
 KEYCLOAK_VERSION = "26.5.6"
 ARTIFACT = f"org.keycloak:keycloak-quarkus-dist:{KEYCLOAK_VERSION}:zip"
