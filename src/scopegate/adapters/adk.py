@@ -25,6 +25,7 @@ The adapter only translates:
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -48,11 +49,10 @@ from scopegate.context import CallContext, SubjectToken
 from scopegate.errors import CONFIRMATION_REQUIRED, INTERNAL, tool_error
 from scopegate.guard.guard import Guard, GuardedTool
 from scopegate.scope import ScopeKeys
-from scopegate.search.agg_tool import AggregateTool
 from scopegate.search.aggregation import AggregationSpec
+from scopegate.search.bundle import search_tools
 from scopegate.search.spec import SearchSpec
-from scopegate.search.tools import FetchTool, SearchTool
-from scopegate.tools import ScopedTool
+from scopegate.tools import ScopedTool, ToolSource, gather_tools
 
 log = logging.getLogger("scopegate.adapters.adk")
 
@@ -169,31 +169,39 @@ class AdkTool(BaseTool):
 
 
 class ScopegateToolset(BaseToolset):
-    """Scopegate tools as one ADK toolset.
+    """Scopegate tools as one ADK toolset: the one way to give scopegate tools to an ADK agent.
 
-    ``session_filter(readonly_context, tool) -> bool`` and/or
-    ``allowed_tools_state_key`` (a session-state key holding the list of tool
-    names this user may see; missing means none) select tools per session, on
-    top of ADK's own ``tool_filter``. ``on_close`` releases what the tools hold
-    (an HTTP client, backends).
+    ``tools`` is a built app (``scopegate.load_config(...)``, ``ToolApp.from_tools``), an OpenAPI toolset,
+    or a list of tools and such sources; sources are closed with the toolset. ``guard`` wraps each tool
+    not already guarded. ``scope_policy`` says where scope comes from (default: a built config's
+    ``scope`` section, else the process's policy).
+
+    ``session_filter(readonly_context, tool) -> bool`` and/or ``allowed_tools_state_key`` (a
+    session-state key holding the list of tool names this user may see; missing means none) select
+    tools per session, on top of ADK's own ``tool_filter``. ``on_close`` releases anything else.
     """
 
     def __init__(
         self,
-        tools: Sequence[ScopedTool],
+        tools: ToolSource | Sequence[ScopedTool | ToolSource],
         *,
+        guard: Guard | None = None,
+        scope_policy: ScopePolicy | None = None,
         session_filter: SessionFilter | None = None,
         allowed_tools_state_key: str | None = None,
         tool_filter: ToolPredicate | list[str] | None = None,
         tool_name_prefix: str | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
-        scope_policy: ScopePolicy | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
-        self._tools = [AdkTool(t, scope_policy=scope_policy) for t in tools]
+        if scope_policy is None:
+            scope_policy = _configured_policy(tools)
+        found, closers = gather_tools(tools)
+        wrapped = [guard.wrap(t) if guard is not None and not isinstance(t, GuardedTool) else t for t in found]
+        self._tools = [AdkTool(t, scope_policy=scope_policy) for t in wrapped]
         self._session_filter = session_filter
         self._allowed_key = allowed_tools_state_key
-        self._on_close = on_close
+        self._closers = [*closers, *([on_close] if on_close is not None else [])]
 
     def _visible(self, tool: AdkTool, readonly_context: ReadonlyContext | None) -> bool:
         if not self._is_tool_selected(tool, readonly_context):
@@ -208,14 +216,22 @@ class ScopegateToolset(BaseToolset):
         return [t for t in self._tools if self._visible(t, readonly_context)]
 
     async def close(self) -> None:
-        if self._on_close is not None:
-            await self._on_close()
+        for closer in self._closers:
+            await closer()
+
+
+def _configured_policy(tools: object) -> ScopePolicy | None:
+    """The ``scope`` section of a built config (an object with ``config.scope``), else None."""
+    config = getattr(tools, "config", None)
+    scope = getattr(config, "scope", None)
+    return ScopePolicy.from_config(scope) if scope is not None else None
 
 
 def adk_tools(
     tools: Sequence[ScopedTool], guard: Guard | None = None, *, scope_policy: ScopePolicy | None = None
 ) -> list[AdkTool]:
-    """ADK tools for scopegate tools, each wrapped by ``guard`` when one is given."""
+    """Deprecated (goes in 0.3): ``scopegate.adk.ScopegateToolset(tools, guard=guard)``."""
+    _deprecated("adk_tools(tools, guard)", "ScopegateToolset(tools, guard=guard)")
     return [AdkTool(guard.wrap(t) if guard is not None else t, scope_policy=scope_policy) for t in tools]
 
 
@@ -227,12 +243,11 @@ def adk_search_tools(
     scope_policy: ScopePolicy | None = None,
     aggregate: AggregationSpec | bool = False,
 ) -> list[AdkTool]:
-    """The search tool and its fetch-by-id companion, ready for ``LlmAgent(tools=...)``.
+    """Deprecated (goes in 0.3): ``ScopegateToolset(scopegate.search_tools(spec, backend), guard=guard)``."""
+    _deprecated("adk_search_tools(spec, backend)", "ScopegateToolset(scopegate.search_tools(spec, backend))")
+    tools = search_tools(spec, backend, aggregate=aggregate)
+    return [AdkTool(guard.wrap(t) if guard is not None else t, scope_policy=scope_policy) for t in tools]
 
-    ``aggregate`` adds the counting tool (:class:`~scopegate.search.agg_tool.AggregateTool`),
-    with default settings for ``True``.
-    """
-    tools: list[ScopedTool] = [SearchTool(spec, backend), FetchTool(spec, backend)]
-    if aggregate is not False:
-        tools.append(AggregateTool(spec, backend, aggregate if isinstance(aggregate, AggregationSpec) else None))
-    return adk_tools(tools, guard, scope_policy=scope_policy)
+
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"{old} is deprecated and goes in 0.3; use scopegate.adk.{new}", DeprecationWarning, stacklevel=3)

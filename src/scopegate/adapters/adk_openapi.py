@@ -18,6 +18,8 @@ ADK's flow whether guarded or not.
 
 from __future__ import annotations
 
+import warnings
+
 import httpx
 from google.adk.tools.base_toolset import ToolPredicate
 
@@ -34,7 +36,7 @@ __all__ = ["AdkOperationTool", "OpenApiToolset", "SessionFilter"]
 
 
 class OpenApiToolset(ScopegateToolset):
-    """The allowlisted operations of one pinned spec, as ADK tools sharing one HTTP client."""
+    """Deprecated (goes in 0.3): ``ScopegateToolset(OperationToolset(settings), guard=guard)``."""
 
     def __init__(
         self,
@@ -48,6 +50,12 @@ class OpenApiToolset(ScopegateToolset):
         client: httpx.AsyncClient | None = None,
         scope_policy: ScopePolicy | None = None,
     ) -> None:
+        warnings.warn(
+            "OpenApiToolset is deprecated and goes in 0.3; use "
+            "scopegate.adk.ScopegateToolset(scopegate.openapi.OperationToolset(settings), guard=guard)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         self.operations = OperationToolset(settings, client=client)
         tools = [guard.wrap(t) if guard is not None else t for t in self.operations.tools]
         super().__init__(

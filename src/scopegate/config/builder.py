@@ -28,10 +28,9 @@ from scopegate.config.model import (
     EmbeddedBackendConfig,
     GuardsConfig,
     RemoteBackendConfig,
-    ScopeConfig,
     SearchToolConfig,
-    ServerConfig,
     StateKeys,
+    python_tools_config,
 )
 from scopegate.config.openapi import build_openapi_toolset
 from scopegate.errors import (
@@ -111,11 +110,8 @@ class ToolApp:
             listed = "; ".join(f"{t.name}: {t.scope_keys}" for t in raw)
             raise ConfigError(f"the tools read their scope from different session-state keys ({listed})")
         key: ScopeKeys = keys.pop()
-        config = AppConfig(
-            version=1,
-            server=ServerConfig(name=name, instructions=instructions),
-            scope=ScopeConfig(state_keys=StateKeys(tenant=key.tenant, user=key.user, groups=key.groups)),
-        )
+        state_keys = StateKeys(tenant=key.tenant, user=key.user, groups=key.groups)
+        config = python_tools_config(name=name, instructions=instructions, state_keys=state_keys)
         wrapped = [guard.wrap(t) if guard is not None and not isinstance(t, GuardedTool) else t for t in raw]
         return cls(config=config, tools=wrapped, raw_tools=raw, guard=guard, closers=list(closers))
 

@@ -19,10 +19,20 @@ from functools import cached_property
 from pathlib import Path, PurePath
 from typing import Annotated, Any, Literal
 
-from pydantic import BeforeValidator, Field, Strict, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BeforeValidator,
+    Field,
+    Strict,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from scopegate.backends.embedded import DEFAULT_MAX_PENDING_WRITES, DEFAULT_WRITER_NICE, DEFAULT_WRITER_WAIT_S
+from scopegate.errors import ConfigValidationError
 from scopegate.guard.cache import DEFAULT_MAX_ENTRIES, DEFAULT_TTL_S
 from scopegate.guard.calllog import DEFAULT_BACKUPS, DEFAULT_MAX_BYTES
 from scopegate.guard.cap import DEFAULT_FAMILY_LIMITS
@@ -31,7 +41,7 @@ from scopegate.scope import ScopeKeys
 from scopegate.search.aggregation import AggregationSpec, default_name
 from scopegate.search.spec import SearchSpec, SpecFields, Text, ToolName
 from scopegate.server.allocator import MMAP_THRESHOLD_BYTES
-from scopegate.validation import Problem, ProblemsFound, json_schema, model
+from scopegate.validation import Problem, ProblemsFound, json_schema, model, problems_of
 
 SCHEMA_ID = "https://scopegate.dev/schema/config-v1.json"
 SYMMETRIC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
@@ -662,7 +672,8 @@ class AppConfig:
 
     @model_validator(mode="after")
     def _cross_keys(self, info: ValidationInfo) -> AppConfig:
-        problems = self._problems()
+        # Tools built in Python (ToolApp.from_tools) come with a config of their own that lists none.
+        problems = self._problems(tools_elsewhere=bool((info.context or {}).get("tools_from_python")))
         if problems:
             raise ProblemsFound(problems)
         keys = self.scope_keys
@@ -672,7 +683,7 @@ class AppConfig:
         object.__setattr__(self, "source", Path(source) if source is not None else None)
         return self
 
-    def _problems(self) -> list[Problem]:
+    def _problems(self, *, tools_elsewhere: bool = False) -> list[Problem]:
         problems: list[Problem] = []
         for name, backend in self.backends.items():
             if isinstance(backend, RemoteBackendConfig):
@@ -742,7 +753,7 @@ class AppConfig:
             extra = sorted(set(app_tool.hide) - set(app_tool.uses))
             if extra:
                 problems.append(Problem.at(("app_tools", i, "hide"), f"{extra} must also be listed under uses"))
-        if not self.search_tools and not self.openapi and not self.app_tools and not problems:
+        if not (self.search_tools or self.openapi or self.app_tools or problems or tools_elsewhere):
             problems.append(Problem.at((), "no tools: add search_tools, openapi or app_tools"))
         return problems
 
@@ -756,3 +767,18 @@ def config_schema() -> dict[str, Any]:
         "title": "scopegate config",
         **{k: v for k, v in schema.items() if k != "title"},
     }
+
+
+def python_tools_config(*, name: str, instructions: str | None, state_keys: StateKeys) -> AppConfig:
+    """The config of an app whose tools were built in Python: server name and the session-state keys only."""
+    data = {
+        "version": 1,
+        "server": {"name": name, **({"instructions": instructions} if instructions else {})},
+        "scope": {"state_keys": dataclasses.asdict(state_keys)},
+    }
+    try:
+        return TypeAdapter(AppConfig).validate_python(data, context={"tools_from_python": True})
+    except ValidationError as exc:
+        raise ConfigValidationError("the tools' config", problems_of(exc, AppConfig)) from None
+    except ProblemsFound as exc:
+        raise ConfigValidationError("the tools' config", exc.problems) from None

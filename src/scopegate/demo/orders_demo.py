@@ -31,8 +31,7 @@ from google.adk.runners import InMemoryRunner
 from google.adk.sessions.session import Session
 from google.genai import types
 
-from scopegate.adapters.adk import AdkTool
-from scopegate.adapters.adk_openapi import OpenApiToolset
+from scopegate.adapters.adk import AdkTool, ScopegateToolset
 from scopegate.adapters.adk_scope import ScopeBindingPlugin, ScopePolicy
 from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
@@ -40,6 +39,7 @@ from scopegate.examples.orders.server import running_orders_service
 from scopegate.examples.orders.tools import cancel_order
 from scopegate.identity import Identity
 from scopegate.openapi.runtime import FromProvider, OperationPolicy, ToolsetSettings
+from scopegate.openapi.runtime.toolset import OperationToolset
 from scopegate.testing.scripted_llm import ScriptedLlm, Step, Turn, call, final_text
 
 PrintFn = Callable[[str], None]
@@ -193,9 +193,10 @@ async def run_orders_demo(print_fn: PrintFn = print) -> bool:
     with running_orders_service() as svc:
         settings = orders_settings(svc.base_url)
         policy = ScopePolicy.binding()
-        toolset = OpenApiToolset(settings, scope_policy=policy, tool_filter=VISIBLE_OPERATIONS)
+        operations = OperationToolset(settings)
+        toolset = ScopegateToolset(operations, scope_policy=policy, tool_filter=VISIBLE_OPERATIONS)
         # The hand-written workflow calls the generated tools with the caller's scope.
-        cancel = cancel_order.bind(tools=toolset.operations.tools, scope_keys=settings.scope_keys)
+        cancel = cancel_order.bind(tools=operations.tools, scope_keys=settings.scope_keys)
         agent = LlmAgent(
             name="orders_assistant",
             model=ScriptedLlm(demo_script()),

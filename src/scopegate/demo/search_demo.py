@@ -26,12 +26,13 @@ from google.adk.apps import App
 from google.adk.runners import InMemoryRunner
 from google.genai import types
 
-from scopegate.adapters.adk import adk_search_tools
+from scopegate.adapters.adk import ScopegateToolset
 from scopegate.adapters.adk_scope import ScopeBindingPlugin, ScopePolicy
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.demo.corpus import INJECTION_ID, INJECTION_TENANT, TENANTS, generate_tickets, ticket_spec, write_jsonl
 from scopegate.identity import Identity
 from scopegate.ingest.run import ingest_path
+from scopegate.search.bundle import search_tools
 from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, final_text
 
 PrintFn = Callable[[str], None]
@@ -137,7 +138,9 @@ async def run_agent(
         name="support_agent",
         model=model,
         instruction="Answer support questions using the ticket tools. Cite ticket ids.",
-        tools=[*adk_search_tools(backend.spec, backend, scope_policy=ScopePolicy.binding(), aggregate=True)],
+        tools=[
+            ScopegateToolset(search_tools(backend.spec, backend, aggregate=True), scope_policy=ScopePolicy.binding())
+        ],
     )
     runner = InMemoryRunner(app=App(name=APP, root_agent=agent, plugins=[ScopeBindingPlugin(DIRECTORY)]))
     user = f"user-{tenant}"

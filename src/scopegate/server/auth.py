@@ -16,8 +16,9 @@ it is never put in session state, logs or downstream requests.
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
@@ -26,6 +27,7 @@ from starlette.authentication import AuthCredentials, AuthenticationBackend, Bas
 from starlette.requests import HTTPConnection
 
 from scopegate.context import SubjectToken
+from scopegate.errors import IdentityError
 from scopegate.identity.model import Identity
 from scopegate.identity.table import MAX_TOKEN_CHARS, MIN_TOKEN_CHARS, TOO_SHORT
 from scopegate.identity.tokens import Verification, VerifiedToken
@@ -87,6 +89,15 @@ def scopes_of_user(user: BaseUser | None) -> frozenset[str]:
     return frozenset(user.access_token.scopes) if isinstance(user, AuthenticatedUser) else frozenset()
 
 
+def route_path(conn: HTTPConnection) -> str:
+    """The request path inside this app (a mount's prefix, ``root_path``, taken off), without a final /."""
+    path = str(conn.scope.get("path", ""))
+    root = str(conn.scope.get("root_path", ""))
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path.rstrip("/") or "/"
+
+
 class BearerBackend(AuthenticationBackend):
     """Starlette backend: a valid bearer token -> ``AuthenticatedUser``; anything else -> anonymous."""
 
@@ -122,7 +133,7 @@ class BearerBackend(AuthenticationBackend):
                 log.exception("auth failure hook raised")
 
     async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
-        if self.paths is not None and conn.url.path.rstrip("/") not in self.paths:
+        if self.paths is not None and route_path(conn) not in self.paths:
             return None
         if "access_token" in conn.query_params:  # tokens in the URI are refused outright (bearer_methods: header)
             self._fail(conn, "token_in_query")
@@ -144,3 +155,49 @@ class BearerBackend(AuthenticationBackend):
         conn.scope[SUBJECT_KEY] = subject
         scopes = sorted(verdict.token.scopes)
         return AuthCredentials(scopes), AuthenticatedUser(access_token_for(verdict.token, resource=self.resource))
+
+
+Authenticate = Callable[[HTTPConnection], Identity | Awaitable[Identity | None] | None]
+
+
+class HostAuthBackend(AuthenticationBackend):
+    """Starlette backend for an MCP app mounted inside a team's own app, behind the team's authentication.
+
+    ``authenticate(request)`` is the host app's own check (the function its routes depend on): it returns
+    the caller's :class:`Identity`, or None to refuse (HTTP 401, no MCP message read). The identity is the
+    caller's scope, exactly as a verified token's would be; no token is kept or passed on.
+    """
+
+    def __init__(self, authenticate: Authenticate, *, paths: frozenset[str] | None = None) -> None:
+        self.authenticate_request = authenticate
+        self.paths = paths
+
+    async def authenticate(self, conn: HTTPConnection) -> tuple[AuthCredentials, BaseUser] | None:
+        if self.paths is not None and route_path(conn) not in self.paths:
+            return None
+        try:
+            found = self.authenticate_request(conn)
+            identity = await found if inspect.isawaitable(found) else found
+        except Exception as exc:  # the host's check refused (e.g. its HTTPException) or failed: no identity
+            conn.scope[FAILURE_KEY] = "host_auth_refused"
+            log.info("host authentication refused the request: %s", type(exc).__name__)
+            return None
+        if identity is None:
+            conn.scope[FAILURE_KEY] = "host_auth_refused"
+            return None
+        if not isinstance(identity, Identity):
+            raise TypeError(f"authenticate must return a scopegate Identity or None, not {type(identity).__name__}")
+        try:  # the same rules as any other source of scope: no control characters, no empty tenant
+            identity = Identity.checked(identity.tenant, identity.user, identity.groups)
+        except IdentityError as exc:
+            conn.scope[FAILURE_KEY] = "host_auth_bad_identity"
+            log.warning("host authentication returned an unusable identity: %s", exc)
+            return None
+        token = AccessToken(
+            token="<host-authenticated>",
+            client_id=identity.principal(),
+            scopes=[],
+            subject=identity.user,
+            claims={IDENTITY_CLAIM: identity.as_dict()},
+        )
+        return AuthCredentials([]), AuthenticatedUser(token)

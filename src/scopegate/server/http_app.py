@@ -38,6 +38,7 @@ from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.authentication import AuthenticationBackend
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.requests import Request
@@ -49,7 +50,7 @@ from scopegate.config.identity import build_identity, default_resource
 from scopegate.config.model import HttpConfig
 from scopegate.errors import ConfigError
 from scopegate.server import confirm
-from scopegate.server.auth import BearerBackend, Verifies, bearer_token
+from scopegate.server.auth import Authenticate, BearerBackend, HostAuthBackend, Verifies, bearer_token
 from scopegate.server.identity_metrics import IdentityCollector
 from scopegate.server.mcp_server import ScopegateMcpServer
 from scopegate.server.metrics import CONTENT_TYPE, ServerMetrics, exposition
@@ -83,16 +84,21 @@ def build_http_app(
     verifier: Verifies | None = None,
     environ: Mapping[str, str] | None = None,
     metrics: ServerMetrics | None = None,
+    close_app: bool = False,
+    authenticate: Authenticate | None = None,
+    security: TransportSecuritySettings | None = None,
 ) -> Starlette:
-    """The ASGI app serving ``app``'s tools; auth from the config unless ``verifier`` is given; secrets
-    (request-state keys, the metrics token, identity files) from ``environ`` (default the process's)."""
+    """The ASGI app serving ``app``'s tools; auth from the config unless ``verifier`` is given, or the host
+    app's own check with ``authenticate`` (a request -> Identity | None function, for an app mounted inside
+    another); secrets (request-state keys, the metrics token, identity files) from ``environ`` (default the
+    process's). ``security``: DNS-rebinding protection (default: from ``http``)."""
     cfg = http or app.config.server.http
     identity = app.identity
     if identity is None:
         identity = app.identity = build_identity(app.config.auth, resource=default_resource(cfg), environ=environ)
         app.closers.append(identity.aclose)
     verifier = verifier or identity.verifier
-    if verifier is None:
+    if verifier is None and authenticate is None:
         raise ConfigError("HTTP needs auth: configure auth.jwt, auth.introspection and/or auth.token_table")
     metrics = metrics or ServerMetrics()
     metrics.registry.register(IdentityCollector(identity))
@@ -109,7 +115,7 @@ def build_http_app(
         app=mcp.server,
         json_response=cfg.json_response,
         stateless=cfg.stateless,
-        security_settings=transport_security(cfg),
+        security_settings=security or transport_security(cfg),
         session_idle_timeout=cfg.session_idle_timeout_s,
         max_request_body_size=cfg.max_request_bytes,
         max_sessions=cfg.max_sessions,
@@ -127,12 +133,20 @@ def build_http_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        async with manager.run():
-            yield
+        try:
+            async with manager.run():
+                yield
+        finally:
+            if close_app:
+                await app.aclose()
 
-    backend = BearerBackend(
-        verifier, on_failure=metrics.auth_failure, paths=frozenset({cfg.path.rstrip("/") or "/"}), resource=rs.resource
-    )
+    mcp_paths = frozenset({cfg.path.rstrip("/") or "/"})
+    backend: AuthenticationBackend
+    if authenticate is not None:
+        backend = HostAuthBackend(authenticate, paths=mcp_paths)
+    else:
+        assert verifier is not None  # checked above
+        backend = BearerBackend(verifier, on_failure=metrics.auth_failure, paths=mcp_paths, resource=rs.resource)
     starlette = Starlette(
         routes=routes,
         middleware=[Middleware(AuthenticationMiddleware, backend=backend), Middleware(AuthContextMiddleware)],
