@@ -14,8 +14,9 @@ $(BIN)/python:
 # install compiles src/scopegate/search/_wordscan.c in place).
 NATIVE := src/scopegate/search/_wordscan.c src/scopegate/search/_word_marks.h
 
+# The demo runs an ADK agent and the MCP server: the two framework extras.
 $(VENV)/.installed: pyproject.toml $(NATIVE) | $(BIN)/python
-	$(BIN)/pip install -q -e .
+	$(BIN)/pip install -q -e ".[adk,mcp]"
 	touch $@
 
 # The dev extra plus the lab (lab/: test and benchmark machinery, never in the wheel), the lab as a plain

@@ -546,3 +546,12 @@ def read_document(
     """Read and parse one file, its format chosen by its suffix."""
     fmt = format_of(path, what=what)
     return parse(read_bytes(path, limits, what=what), fmt, str(path), limits, positions=positions)
+
+
+# Config files and spec files (what `scopegate serve`, `check` and `ingest --spec` read).
+CONFIG_LIMITS = Limits(max_bytes=4_000_000, max_depth=64, max_nodes=200_000, max_scalar_chars=100_000)
+
+
+def read_config_document(path: str | os.PathLike[str]) -> Document:
+    """A config or spec file, parsed, with the line of every key."""
+    return read_document(path, CONFIG_LIMITS, what="config", positions=True)

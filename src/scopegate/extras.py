@@ -11,9 +11,13 @@ from scopegate.errors import MissingExtraError
 
 # Top-level module -> the extra (pyproject.toml [project.optional-dependencies]) that installs it.
 MODULE_EXTRAS: dict[str, str] = {
+    "google": "adk",  # google.adk, google.genai
+    "fastapi": "adk",  # the demo's orders service (google-adk brings it)
     "mcp": "mcp",
+    "starlette": "mcp",
+    "uvicorn": "mcp",
+    "anyio": "mcp",
     "mcp_types": "mcp",
-    "jwt": "mcp",
     "opensearchpy": "opensearch",
     "elasticsearch": "elasticsearch",
     "redis": "redis",
@@ -23,6 +27,7 @@ MODULE_EXTRAS: dict[str, str] = {
     "faiss": "vector",
     "numpy": "vector",
     "ir_measures": "eval",
+    "xllamacpp": "eval",
     "pytrec_eval": "eval",
 }
 

@@ -28,7 +28,10 @@ from scopegate.extras import missing_extra
 def walk(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
     yield path, command
     if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
+        ctx = click.Context(command)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
             yield from walk(sub, (*path, name))
 
 
@@ -198,3 +201,27 @@ def test_undocumented_finds_what_lacks_help() -> None:
         "bare: the help text does not describe THING",
         "bare --loud: no help text",
     ]
+
+
+def test_the_root_lists_each_command_with_its_own_short_help() -> None:
+    """The root's help comes from scopegate.cli.COMMANDS without importing the commands; it must say what
+    each command says of itself."""
+    from scopegate.cli import COMMANDS as LISTED
+
+    for name, (_module, _attribute, listed_help) in LISTED.items():
+        command = cli.get_command(click.Context(cli), name)
+        assert command is not None and command.name == name
+        assert command.get_short_help_str(limit=200) == listed_help, name
+
+
+def test_version_and_help_import_no_command_module() -> None:
+    """`scopegate --version` and `scopegate --help` stay cheap: no command module, no engine, no pydantic."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from scopegate.cli import main; main(['--version']); main(['--help']);"
+        "print(sorted(m for m in sys.modules if m.startswith(('scopegate.cli.', 'pydantic', 'tantivy', 'google'))))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "['scopegate.cli.core']"

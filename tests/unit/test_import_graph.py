@@ -1,5 +1,6 @@
 """scopegate has no import circles (issue 10: openapi/loader.py <-> swagger2.py and config/builder.py <->
-config/openapi.py were two; cli/engines.py <-> engines/*_node.py, through the nodes' ``main``, a third).
+config/openapi.py were two; cli/engines.py <-> engines/*_node.py, through the nodes' ``main``, a third), and
+its packages only import downward, floor by floor as the architecture page draws them (issue 34).
 
 Every import counts: module level, inside functions and under ``TYPE_CHECKING``. A circle hidden
 behind a lazy or type-only import is still two modules that each need the other.
@@ -17,7 +18,10 @@ SRC = Path(scopegate.__file__).resolve().parent.parent
 
 def _modules(package: str) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for path in (SRC / package.replace(".", "/")).rglob("*.py"):
+    root = SRC / package.replace(".", "/")
+    # Compiled extensions count too: their stubs (.pyi without a .py) stand for them.
+    stubs = [p for p in root.rglob("*.pyi") if not p.with_suffix(".py").exists()]
+    for path in [*root.rglob("*.py"), *stubs]:
         parts = path.relative_to(SRC).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         found[name] = path
@@ -112,3 +116,51 @@ def test_no_import_circle_in_the_openapi_package() -> None:
 
 def test_no_import_circle_anywhere_in_scopegate() -> None:
     assert cycles(import_graph("scopegate")) == []
+
+
+# The floors, bottom first. A module may import its own package and any package of its floor or below;
+# packages of one floor may use each other (no module circle, checked above).
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors", "context", "scope", "tools", "documents", "validation", "extras"),  # the core
+    ("search", "backends", "vector", "openapi", "text", "declarations"),  # specs, builders, shapers, engines
+    ("guard", "apptools", "dashboard"),  # operations around any tool
+    ("config", "identity", "ingest", "relevance"),  # assembly: config -> objects, identity, data in
+    ("adapters", "server", "examples", "testing"),  # serving: ADK, MCP, the demo's service, the scripted model
+    ("demo", "evals", "cli", "engines", "adk", "mcp", ""),  # entry points and front doors ("": the root)
+)
+# Known upward imports, each with its reason and its end.
+EXEMPT = {
+    ("scopegate.config.builder", "scopegate.adapters.adk"): "ToolApp.adk_tools(), deprecated, goes in 0.3",
+    ("scopegate.config.builder", "scopegate.adapters.adk_scope"): "ToolApp.adk_tools(), deprecated, goes in 0.3",
+}
+
+
+def floor_of(module: str) -> int:
+    package = module.split(".")[1] if module.count(".") else ""
+    for level, packages in enumerate(FLOORS):
+        if package in packages:
+            return level
+    raise AssertionError(f"{module} is on no floor: add its package to FLOORS (and to the architecture page)")
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    found = []
+    for module, targets in graph.items():
+        if module.endswith(".__main__"):  # ``python -m`` entry points sit above everything
+            continue
+        for target in targets:
+            if floor_of(target) > floor_of(module) and (module, target) not in EXEMPT:
+                found.append(f"{module} -> {target}")
+    return sorted(found)
+
+
+def test_the_layer_checker_finds_an_upward_import() -> None:
+    graph = {"scopegate.search.spec": {"scopegate.server.serve"}, "scopegate.cli.core": {"scopegate.errors"}}
+    assert upward_imports(graph) == ["scopegate.search.spec -> scopegate.server.serve"]
+
+
+def test_every_package_imports_only_downward() -> None:
+    graph = import_graph("scopegate")
+    assert {floor_of(m) for m in graph} == set(range(len(FLOORS)))  # every module placed, every floor used
+    assert upward_imports(graph) == []
+    assert all(target in graph[module] for module, target in EXEMPT), "an exemption is stale: remove it"

@@ -15,7 +15,7 @@ Index layout: documents live in ``<index>-v<N>``; agents search the alias
 their own read alias ``<index>-read-<agent>`` (``agent=``, optionally
 filtered with ``alias_filter=``). A reindex fills ``<index>-v<N+1>`` and moves
 every alias in one atomic ``_aliases`` call, so a search never sees a
-half-built index (:mod:`scopegate.backends.reindex` verifies before the move).
+half-built index (:mod:`scopegate.config.reindex` verifies before the move).
 
 On a cluster: ``shards``/``replicas`` size the index; ``routing="tenant"``
 sends each tenant's documents to one shard and each of its requests (search,
@@ -602,7 +602,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     async def reindex(self, documents: Iterable[Mapping[str, Any]] | None = None, *, delete_old: bool = True) -> str:
         """Build ``<index>-v<N+1>`` and swap the aliases to it atomically (unverified; see
-        :func:`scopegate.backends.reindex.reindex_verified`). Searches hit the old index until the swap.
+        :func:`scopegate.config.reindex.reindex_verified`). Searches hit the old index until the swap.
         """
         _old, new = await self.build_next_version(documents)
         before = await self.swap_to(new)

@@ -28,7 +28,7 @@ OPTIONAL_INT: dict[str, Any] = {"metavar": "INT|none", "callback": parsed_by(int
 TIME: dict[str, Any] = {"metavar": "TIME", "callback": parsed_by(time_or_ago)}
 
 if TYPE_CHECKING:
-    from scopegate.guard.replay_run import LogReplay
+    from scopegate.config.replay_run import LogReplay
 
 F = TypeVar("F", bound=Callable[..., Any])
 LOG_FILES = click.argument("log", nargs=-1, required=True, type=existing_file())
@@ -129,8 +129,8 @@ def replay(
     first) with the same scope, query, filters and page against the current index (no cache) and compare:
     Jaccard@5 and rank changes of the returned ids, total changes, zero-result flips both ways. Exits 1 past
     the thresholds (for CI gating of mapping, analyzer or boost changes), 2 on a usage error."""
+    from scopegate.config.replay_run import replay_log, replay_target
     from scopegate.guard.replay import Thresholds
-    from scopegate.guard.replay_run import replay_log, replay_target
 
     if sum(x is not None for x in (index, config, factory)) != 1:
         raise click.UsageError("give exactly one of --index, --config or --factory")

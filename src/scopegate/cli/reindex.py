@@ -1,5 +1,5 @@
 """``scopegate reindex``: the next index version with a new layout, verified against the live one, swapped in;
-or ``--rollback``. Thin over :mod:`scopegate.backends.reindex`."""
+or ``--rollback``. Thin over :mod:`scopegate.config.reindex`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _backend(
 ) -> EngineBackend[Any]:
     import dataclasses
 
-    from scopegate.backends.reindex import backend_from_config, backend_from_options
+    from scopegate.config.reindex import backend_from_config, backend_from_options
 
     if (config is None) == (not urls):
         raise click.UsageError("give either --config or --url")
@@ -94,8 +94,8 @@ def reindex(
     searches against both versions (the diff is printed), then move the read alias and every agent alias in one
     atomic call; searches keep running on the old version until then. Exits 1 when verification fails
     (nothing is swapped). --rollback moves the aliases back to the version the last swap left."""
-    from scopegate.backends.reindex import reindex_verified
-    from scopegate.backends.reindex import rollback as roll_back
+    from scopegate.config.reindex import reindex_verified
+    from scopegate.config.reindex import rollback as roll_back
     from scopegate.guard.logfile import iter_records
     from scopegate.guard.replay import Thresholds, collect_searches, sample_searches
 

@@ -34,6 +34,12 @@ INGEST_SPEC_HELP = (
 )
 
 
+def _demo_spec() -> SearchSpec:
+    from scopegate.demo.corpus import ticket_spec
+
+    return ticket_spec()
+
+
 def _spec(path: str | None) -> SearchSpec:
     if path is None:
         from scopegate.demo.corpus import ticket_spec
@@ -132,7 +138,7 @@ def ingest(
             "give a regular file, or --unlisted warn"
         )
     with usage_errors("--spec/--config/--tool"):
-        target = resolve_target(index, spec_file=spec_path, config=config_path, tool=tool)
+        target = resolve_target(index, spec_file=spec_path, config=config_path, tool=tool, default_spec=_demo_spec())
     with usage_errors("--map/--tenant"):
         mapping = FieldMapping.parse(pairs, tenant_value=tenant_value)
         mapping.check(target.spec)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 from typing import Any
@@ -23,7 +24,15 @@ CONFIG_FILE = existing_file()
     help="Also open every embedded index (read-only): count its documents and name how its stored spec differs "
     "from the config (mapping drift); a missing, empty or drifted index is a problem (exit 1).",
 )
-def check(config: str | None, schema: bool, deep: bool) -> int:
+@click.option(
+    "--profile",
+    "profiles",
+    multiple=True,
+    type=click.Choice(["gemini", "openai", "anthropic", "mcp"]),
+    help="Also render the declarations as this model API takes them (Gemini, OpenAI strict, Anthropic, MCP) "
+    "and check them against its rules; a rule broken is a problem (repeatable).",
+)
+def check(config: str | None, schema: bool, deep: bool, profiles: tuple[str, ...]) -> int:
     """Validate the scopegate config CONFIG (YAML, TOML or JSON) against its schema and cross-key rules,
     build its tools without opening any index, and print what each tool shows a model. Exits 1 listing every
     problem found."""
@@ -36,7 +45,7 @@ def check(config: str | None, schema: bool, deep: bool) -> int:
         raise click.UsageError("give a CONFIG file (or --schema)")
     from scopegate.server.check import check_config
 
-    report = asyncio.run(check_config(config, deep=deep))
+    report = asyncio.run(check_config(config, deep=deep, profiles=profiles))  # type: ignore[arg-type]
     echo_json(report)
     if report.get("problems"):
         click.echo(f"{config}: {len(report['problems'])} problem(s):", err=True)
@@ -85,12 +94,17 @@ def serve(
     # Logs go to stderr: on stdio, stdout carries the protocol.
     logging.basicConfig(level=getattr(logging, log_level.upper()), stream=sys.stderr)
     cfg = load_serve_config(config, transport)
+    say = functools.partial(click.echo, err=True)
+    prepare = None
+    if demo_data:
+        from scopegate.demo.serve_data import ensure_demo_data
+
+        prepare = functools.partial(ensure_demo_data, say=say)
     try:
         asyncio.run(
             serve_config(
-                cfg, transport=transport, host=host, port=port, demo_data=demo_data, allow_empty=allow_empty,
-                log_level=log_level,
-                say=lambda text: click.echo(text, err=True),
+                cfg, transport=transport, host=host, port=port, prepare=prepare, allow_empty=allow_empty,
+                log_level=log_level, say=say,
             )
         )  # fmt: skip
     except KeyboardInterrupt:  # how a server is stopped

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from scopegate.config.model import AppConfig
-from scopegate.documents import Document, Limits, parse, read_document
+from scopegate.documents import CONFIG_LIMITS, Document, parse, read_config_document
 from scopegate.documents import format_of as _format_of
 from scopegate.validation import ConfigValidationError, Problem, ProblemsFound, format_path, problems_of, with_lines
 
@@ -35,7 +35,6 @@ __all__ = [
     "read_config_file",
 ]
 
-CONFIG_LIMITS = Limits(max_bytes=4_000_000, max_depth=64, max_nodes=200_000, max_scalar_chars=100_000)
 MAX_CONFIG_BYTES = CONFIG_LIMITS.max_bytes
 _ENV_REF = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _ADAPTER: TypeAdapter[AppConfig] = TypeAdapter(AppConfig)
@@ -48,11 +47,6 @@ def parse_config_text(text: str | bytes, fmt: str, *, source: str = "<config>") 
 
 def format_of(path: str | os.PathLike[str]) -> str:
     return _format_of(path, what="config")
-
-
-def read_config_document(path: str | os.PathLike[str]) -> Document:
-    """The parsed file with the line of every key."""
-    return read_document(path, CONFIG_LIMITS, what="config", positions=True)
 
 
 def read_config_file(path: str | os.PathLike[str]) -> Any:

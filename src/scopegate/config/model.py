@@ -40,10 +40,12 @@ from scopegate.guard.guard import DEFAULT_CALL_TIMEOUT_S, DEFAULT_GENERATION_TTL
 from scopegate.scope import ScopeKeys
 from scopegate.search.aggregation import AggregationSpec, default_name
 from scopegate.search.spec import SearchSpec, SpecFields, Text, ToolName
-from scopegate.server.allocator import MMAP_THRESHOLD_BYTES
 from scopegate.validation import Problem, ProblemsFound, json_schema, model, problems_of
 
 SCHEMA_ID = "https://scopegate.dev/schema/config-v1.json"
+# server.retain_freed_memory_mb: blocks above this still come from mmap (a rare huge buffer is not kept in the
+# heap); scopegate.server.allocator applies it.
+MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
 SYMMETRIC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 
 

@@ -63,8 +63,10 @@ def resolve_target(
     spec_file: str | os.PathLike[str] | None = None,
     config: str | os.PathLike[str] | None = None,
     tool: str | None = None,
+    default_spec: SearchSpec | None = None,
 ) -> IngestTarget:
-    """The spec and index folder of an ingest (see the module docstring); ConfigError when they do not fit."""
+    """The spec and index folder of an ingest (see the module docstring); ConfigError when they do not fit.
+    ``default_spec`` is for a new folder given no spec (the command line passes the demo's)."""
     if spec_file is not None and config is not None:
         raise ConfigError("give --spec or --config, not both")
     if tool is not None and config is None:
@@ -87,6 +89,6 @@ def resolve_target(
     stored = stored_spec(index)
     if stored is not None:
         return IngestTarget(stored, Path(index), "stored")
-    from scopegate.demo.corpus import ticket_spec
-
-    return IngestTarget(ticket_spec(), Path(index), "demo")
+    if default_spec is None:
+        raise ConfigError(f"{index} holds no index yet: give its spec (--spec FILE, or --config FILE --tool NAME)")
+    return IngestTarget(default_spec, Path(index), "demo")

@@ -23,7 +23,6 @@ from typing import Any
 
 from scopegate.backends.base import SearchBackend
 from scopegate.context import CallContext
-from scopegate.demo.corpus import ticket_spec
 from scopegate.errors import ConfigError
 from scopegate.ingest.mapping import FieldMapping
 from scopegate.ingest.run import ingest_records
@@ -41,21 +40,24 @@ MEASURES = ("nDCG@10", "R@100", "AP@100")
 
 
 def relevance_spec(**overrides: Any) -> SearchSpec:
-    """The demo ticket spec (``subject^3``, ``body``) sized for evaluation.
+    """A title-and-text spec (``subject^3``, ``body``, as the demo's tickets) sized for evaluation.
 
     Ten hits a page, deep pages allowed, long queries accepted, and a hit
     budget large enough that the shaper never drops a hit for size.
     """
-    base = ticket_spec()
+    base = SearchSpec(
+        name="search_docs",
+        description="Search the collection's documents by keywords.",
+        text_fields=(TextField("subject", 3.0), TextField("body")),
+        index="relevance",
+        id_field="doc_id",
+        tenant_field="tenant_id",
+        date_field="created_at",
+        result_fields=("subject",),
+        snippet_field="body",
+        fetch_name="get_doc",
+    )
     settings: dict[str, Any] = {
-        "name": "search_docs",
-        "fetch_name": "get_doc",
-        "filters": (),
-        "keyword_fields": (),
-        "result_fields": ("subject",),
-        "id_field": "doc_id",
-        "index": "relevance",
-        "text_fields": (TextField("subject", 3.0), TextField("body")),
         "page_size": 10,
         "max_page": 10,
         "next_page_horizon": 100,

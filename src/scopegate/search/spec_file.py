@@ -20,7 +20,7 @@ from scopegate.validation import ConfigValidationError, with_lines
 
 def load_spec_file(path: str | os.PathLike[str]) -> SearchSpec:
     """The spec in ``path``; every problem is a ConfigError naming the file (and the line of its key)."""
-    from scopegate.config.loader import read_config_document
+    from scopegate.documents import read_config_document
 
     document = read_config_document(path)
     if not isinstance(document.data, dict):

@@ -21,11 +21,11 @@ from __future__ import annotations
 import ctypes
 import sys
 
+from scopegate.config.model import MMAP_THRESHOLD_BYTES  # the config documents the same limit
+
 # mallopt parameters (glibc's malloc.h).
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-# Blocks above this still come from mmap: a rare huge buffer is not kept in the heap.
-MMAP_THRESHOLD_BYTES = 4 * 1024 * 1024
 # glibc's starting mmap threshold: a smaller limit never lowers it (0 would send every heap growth to mmap).
 GLIBC_MMAP_THRESHOLD_BYTES = 128 * 1024
 

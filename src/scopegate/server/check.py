@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from scopegate.backends import embedded_storage as storage
@@ -11,6 +12,7 @@ from scopegate.config.builder import build_app
 from scopegate.config.declarations import declarations
 from scopegate.config.loader import load_config
 from scopegate.config.model import AppConfig, EmbeddedBackendConfig
+from scopegate.declarations import Profile, ToolDecl, lint_tools, render
 from scopegate.errors import install_hint
 from scopegate.identity.table import TokenTable
 from scopegate.validation import ConfigValidationError, Problem
@@ -97,11 +99,14 @@ def _deep_index_report(config: AppConfig) -> tuple[list[dict[str, Any]], list[st
     return report, [p for p in (s.problem for s in states) if p]
 
 
-async def check_config(path: str | os.PathLike[str], *, deep: bool = False) -> dict[str, Any]:
+async def check_config(
+    path: str | os.PathLike[str], *, deep: bool = False, profiles: Sequence[Profile] = ()
+) -> dict[str, Any]:
     """Load and validate ``path``, build its tools without opening any index; raises ConfigError with every
     problem. Returns the config's path, each tool's declaration and notes on indexes and auth. With ``deep``,
     also ``indexes`` (each embedded index opened read-only: documents, drift from the config's spec) and
-    ``problems`` (missing, empty or drifted indexes)."""
+    ``problems`` (missing, empty or drifted indexes). Each of ``profiles`` (gemini, openai, anthropic, mcp)
+    adds the declarations as that API takes them, and each rule they break is a problem."""
     config = load_config(path)
     problems = [] if deep else index_problems(config)  # deep: the index report names every drift instead
     if problems:
@@ -117,4 +122,8 @@ async def check_config(path: str | os.PathLike[str], *, deep: bool = False) -> d
         await app.aclose()
     if deep:
         report["indexes"], report["problems"] = _deep_index_report(config)
+    if profiles:
+        neutral = [ToolDecl.from_neutral(d) for d in report["tools"]]
+        report["profiles"] = {p: [render(t, p) for t in neutral] for p in profiles}
+        report["problems"] = [*report.get("problems", []), *(str(v) for v in lint_tools(neutral, profiles))]
     return report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Literal
 
@@ -14,6 +14,7 @@ from scopegate.errors import ConfigError
 
 Transport = Literal["stdio", "http"]
 Say = Callable[[str], None]
+Prepare = Callable[[ToolApp], Awaitable[object]]
 
 
 def load_serve_config(path: str | os.PathLike[str], transport: Transport) -> AppConfig:
@@ -44,15 +45,15 @@ async def serve_config(
     transport: Transport = "stdio",
     host: str | None = None,
     port: int | None = None,
-    demo_data: bool = False,
+    prepare: Prepare | None = None,
     allow_empty: bool = False,
     log_level: str = "warning",
     say: Say,
 ) -> None:
-    """Serve until stopped. ``host``/``port`` override ``server.http``; ``demo_data`` fills empty embedded
-    indexes with the demo corpus. A missing or empty embedded index is refused (ConfigError) unless
-    ``demo_data`` or ``allow_empty``. ``say`` gets the operator's messages (stderr: on stdio, stdout is the
-    protocol)."""
+    """Serve until stopped. ``host``/``port`` override ``server.http``; ``prepare(app)`` runs once the tools
+    are built, before serving (``--demo-data`` fills empty embedded indexes with it). A missing or empty
+    embedded index is refused (ConfigError) unless ``prepare`` or ``allow_empty``. ``say`` gets the
+    operator's messages (stderr: on stdio, stdout is the protocol)."""
     # The mcp extra first: without it nothing can be served, whatever the indexes hold.
     from scopegate.server.http_app import serve_http
     from scopegate.server.stdio_app import serve_stdio
@@ -61,7 +62,7 @@ async def serve_config(
         from scopegate.server.allocator import retain_freed_memory
 
         retain_freed_memory(config.server.retain_freed_memory_mb * 1024 * 1024)
-    if not (demo_data or allow_empty):
+    if not (prepare or allow_empty):
         from scopegate.server.indexes import refuse_unready
 
         refuse_unready(config, config_path=str(config.source or "CONFIG"))
@@ -74,10 +75,8 @@ async def serve_config(
         resource = default_resource(http)
     app: ToolApp = await build_app(config, resource=resource)
     try:
-        if demo_data:
-            from scopegate.server.demo_data import ensure_demo_data
-
-            await ensure_demo_data(app, say=say)
+        if prepare is not None:
+            await prepare(app)
         _warn_empty_indexes(app, say)
         if transport == "stdio":
             await serve_stdio(app)

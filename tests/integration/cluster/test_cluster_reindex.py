@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from scopegate.backends.opensearch import OpenSearchBackend
-from scopegate.backends.reindex import reindex_verified, rollback
+from scopegate.config.reindex import reindex_verified, rollback
 from scopegate.cli import main as scopegate_main
 from scopegate.context import CallContext
 from scopegate.demo.corpus import TENANTS

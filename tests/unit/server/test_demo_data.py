@@ -9,7 +9,7 @@ import yaml
 from scopegate.config import build_app, load_config
 from scopegate.context import CallContext
 from scopegate.demo.corpus import INJECTION_ID, INJECTION_TENANT
-from scopegate.server.demo_data import ensure_demo_data
+from scopegate.demo.serve_data import ensure_demo_data
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "scopegate.yaml"
 

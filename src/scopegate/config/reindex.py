@@ -206,8 +206,8 @@ async def rollback(backend: EngineBackend[Any]) -> tuple[str, str]:
 def backend_from_config(path: str, tool_name: str | None = None) -> EngineBackend[Any]:
     """The engine backend of search tool ``tool_name`` (default: the first) in a config file: its
     ``backends`` entry is the NEW layout (analysis, shards, replicas, routing)."""
-    from scopegate.config import load_config
     from scopegate.config.builder import build_remote_backend
+    from scopegate.config.loader import load_config
     from scopegate.config.model import RemoteBackendConfig
 
     cfg = load_config(path)

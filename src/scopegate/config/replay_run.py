@@ -60,7 +60,8 @@ async def replay_target(
         finally:
             await backend.close()
         return
-    from scopegate.config import build_app, load_config
+    from scopegate.config.builder import build_app
+    from scopegate.config.loader import load_config
 
     cfg = load_config(str(config))
     if not cfg.search_tools:
