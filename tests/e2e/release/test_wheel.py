@@ -25,6 +25,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[3]
+LAB = {
+    "oracle", "agg_oracle", "backend_contract", "consistency", "encoders", "keycloak", "load", "openapi_synth",
+    "openapi_oracle", "workload", "hostile", "keycloak_node", "keycloak_realm", "cluster",
+}  # fmt: skip
+OLDEST_ADK = "2.12.0"  # pyproject's adk extra: google-adk>=2.12
 VERSIONS = ("3.11", "3.12", "3.13")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -83,6 +88,17 @@ def test_twine_check_and_what_the_dists_contain(dist: dict[str, Path]) -> None:
     # The C scan is compiled into this interpreter's wheel (a platform wheel: one per Python version).
     assert [n for n in names if n.startswith("scopegate/search/_wordscan.cpython-") and n.endswith(".so")]
     assert not [n for n in names if "/target/" in n or n.endswith(".jar")]
+    # The product only: the lab (oracles, workloads, hostile servers, Keycloak and cluster launchers) stays in
+    # the repository, and scopegate.testing holds the scripted model alone.
+    modules = {n for n in names if n.startswith("scopegate/") and n.endswith(".py")}
+    assert not [n for n in modules if any(part in LAB for part in Path(n).with_suffix("").parts)]
+    assert {n for n in modules if n.startswith("scopegate/testing/")} == {
+        "scopegate/testing/__init__.py",
+        "scopegate/testing/scripted_llm.py",
+    }
+    requires = metadata.get_all("Requires-Dist") or []
+    assert not [r for r in requires if "==" in r], requires  # ranges, never pins, in what users install
+    assert not [r for r in requires if r.startswith(("google-adk", "mcp")) and "extra ==" not in r], requires
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
     assert metadata["License-Expression"] == "Apache-2.0"
     classifiers = metadata.get_all("Classifier") or []
@@ -120,8 +136,8 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
         assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
         (wheel,) = (tmp_path / "w").glob("scopegate-*.whl")
         assert f"-cp{version.replace('.', '')}-" in wheel.name, wheel.name
-    # pip's default cache (~/.cache/pip) is reused: only a first run downloads.
-    installed = _run([vpython, "-m", "pip", "install", "-q", str(wheel)], timeout=900)
+    # pip's default cache (~/.cache/pip) is reused: only a first run downloads. The demo runs an ADK agent.
+    installed = _run([vpython, "-m", "pip", "install", "-q", f"{wheel}[adk]"], timeout=900)
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
     scopegate = str(venv / "bin" / "scopegate")
     scratch = tmp_path / "tmp"
@@ -147,7 +163,7 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
     if version != VERSIONS[0]:
         return
 
-    # A command needing an extra the plain install lacks: one line, exit 4; `check` works without it.
+    # A command needing an extra this install lacks (mcp): one line, exit 4; `check` works without it.
     config = tmp_path / "scopegate.yaml"
     config.write_text(
         "version: 1\nbackends: {local: {type: embedded, path: ./data}}\nstdio: {tenant: acme}\n"
@@ -173,3 +189,61 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
     assert not list(package.rglob("target"))  # nothing written into the installed package
     again = _run([scopegate, "engine", "opensearch", "build"], **run)
     assert again.returncode == 0 and "up to date" in again.stdout + again.stderr
+
+
+def _fresh_venv(tmp_path: Path, requirements: list[str]) -> tuple[str, dict[str, object]]:
+    """A venv on this interpreter with ``requirements`` installed (pip's cache reused); its python and the
+    ``cwd``/``env`` to run it with (no checkout on the path)."""
+    venv = tmp_path / "venv"
+    assert _run([sys.executable, "-m", "venv", str(venv)]).returncode == 0
+    vpython = str(venv / "bin" / "python")
+    installed = _run([vpython, "-m", "pip", "install", "-q", *requirements], timeout=900)
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    env = {k: v for k, v in os.environ.items() if k not in {"PYTHONPATH", "SCOPEGATE_CACHE_DIR", "VIRTUAL_ENV"}}
+    env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    return vpython, {"cwd": tmp_path, "env": env}
+
+
+async def test_mcp_only_install_serves_a_search_tool_without_google_adk(dist: dict[str, Path], tmp_path: Path) -> None:
+    """``pip install "scopegate[mcp]"``: no google-adk in the venv, and a CSV becomes a scoped MCP search tool."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    vpython, run = _fresh_venv(tmp_path, [f"{dist['wheel']}[mcp]"])
+    absent = _run([vpython, "-c", "import google.adk"], **run)  # type: ignore[arg-type]
+    assert absent.returncode != 0 and "No module named 'google" in absent.stderr
+    scopegate = str(Path(vpython).with_name("scopegate"))
+    (tmp_path / "notes.csv").write_text(
+        "id,org,body\nn1,acme,the printer jams on page two\nn2,globex,the printer is fine\n"
+        "n3,acme,coffee machine broken\n",
+        encoding="utf-8",
+    )
+    config = tmp_path / "scopegate.yaml"
+    config.write_text(
+        "version: 1\nbackends: {local: {type: embedded, path: ./data}}\nstdio: {tenant: acme}\n"
+        "search_tools:\n  - {backend: local, name: search_notes, description: Notes., text_fields: [body],\n"
+        "     id_field: id, result_fields: [body]}\n",
+        encoding="utf-8",
+    )
+    ingested = _run(
+        [scopegate, "ingest", "--config", str(config), str(tmp_path / "notes.csv"), "--map", "tenant=org"], **run
+    )  # type: ignore[arg-type]
+    assert ingested.returncode == 0, ingested.stdout + ingested.stderr
+    demo = _run([scopegate, "demo"], **run)  # type: ignore[arg-type]
+    assert demo.returncode == 4 and "pip install 'scopegate[adk]'" in demo.stderr, demo.stderr
+    params = StdioServerParameters(command=scopegate, args=["serve", str(config)], env=run["env"], cwd=str(tmp_path))  # type: ignore[arg-type]
+    async with Client(params) as client:
+        out = await client.call_tool("search_notes", {"query": "printer"})
+    ids = [r["id"] for r in out.structured_content["results"]]
+    assert ids == ["n1"]  # acme's note only: the stdio identity is the scope
+
+
+def test_adk_extra_at_the_oldest_google_adk_claimed(dist: dict[str, Path], tmp_path: Path) -> None:
+    """``scopegate[adk]`` next to an app pinned to the oldest google-adk the extra allows: it resolves, and the
+    demo (ADK runner, scope binding, the OpenAPI toolset with ADK's confirmation flow) runs."""
+    vpython, run = _fresh_venv(tmp_path, [f"{dist['wheel']}[adk]", f"google-adk=={OLDEST_ADK}"])
+    version = _run([vpython, "-c", "import google.adk; print(google.adk.__version__)"], **run)  # type: ignore[arg-type]
+    assert version.stdout.strip() == OLDEST_ADK, version.stdout + version.stderr
+    demo = _run([str(Path(vpython).with_name("scopegate")), "demo"], **run)  # type: ignore[arg-type]
+    assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+    assert "0 of acme or any other tenant" in demo.stdout
