@@ -60,6 +60,7 @@ from typing import Any, Generic, TypeVar
 
 from scopegate.backends import aggs, dsl, layout
 from scopegate.backends.base import IngestReport, ProgressCallback
+from scopegate.backends.outage import FailureLog, host_list, quiet_client_loggers
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.aggregation import AggregationQuery, RawAggregation
@@ -152,6 +153,8 @@ class EngineBackend(ABC, Generic[ClientT]):
         self._target: str | None = None  # pinned(): search this index instead of the alias
         self._owns_clients = True
         hosts = [url] if isinstance(url, str) else list(url)
+        quiet_client_loggers()
+        self.failures = FailureLog(self.engine, host_list(hosts))
         self.client: ClientT = (
             client if client is not None else self._client_for(hosts, failover_retries, dead_timeout_s, client_options)
         )
@@ -270,17 +273,25 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def _close_client(self, client: ClientT) -> None: ...
 
     # -- error boundary --------------------------------------------------
-    async def _guard(self, name: str, coro: Any) -> Any:
+    async def _guard(self, name: str, coro: Any, *, report: bool = True) -> Any:
+        """Await an engine call; client errors become :class:`BackendError`. A failure the engine's state
+        explains (down, overloaded, too slow) is logged as one line unless ``report`` is False (a read
+        whose failure the caller absorbs, such as the cache's generation)."""
         try:
             return await coro
         except BackendError:
             raise
         except TimeoutError as exc:
-            raise BackendError(f"{self.engine} did not answer in time", retryable=True) from exc
+            timed_out = BackendError(f"{self.engine} did not answer in time", retryable=True)
+            if report:
+                self.failures.failed(name, timed_out, exc)
+            raise timed_out from exc
         except Exception as exc:
             translated = self._translate(exc, name)
             if translated is None:
                 raise
+            if report and translated.retryable:  # down or overloaded: one line, not the client's traceback
+                self.failures.failed(name, translated, exc)
             raise translated from exc
 
     # -- SearchBackend ----------------------------------------------------
@@ -402,7 +413,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         """``<indices behind the searched alias>#stats:<digest>``: changes with any writer's visible write
         (module docstring); one request, the alias resolves to its indices."""
         target = self.search_target
-        stats = await self._guard(target, self._shard_stats(target))
+        stats = await self._guard(target, self._shard_stats(target), report=False)  # the cache skips on failure
         targets = sorted((stats.get("indices") or {}).keys())
         if not targets:
             raise MissingIndexError(target)

@@ -369,7 +369,9 @@ class LocalNode(ABC, Generic[ConfigT]):
                 except (httpx.HTTPError, ValueError) as exc:
                     last = type(exc).__name__
                 time.sleep(self.poll_s)
-        raise EngineNodeError(f"{self.label} at {url} not {self.ready_status} within {timeout:.0f}s ({last}):\n{self.log_tail()}")
+        raise EngineNodeError(
+            f"{self.label} at {url} not {self.ready_status} within {timeout:.0f}s ({last}):\n{self.log_tail()}"
+        )
 
     def _signal(self, pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):

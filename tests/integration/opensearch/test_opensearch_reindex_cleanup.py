@@ -52,8 +52,9 @@ async def test_failed_reindexes_leave_no_new_index_and_keep_the_live_one(
                     await backend.reindex()
             finally:
                 (await client.post(f"{opensearch_url}/{spec.index}-v1/_open")).raise_for_status()
-                health = {"wait_for_status": "yellow", "timeout": "30s"}
-                (await client.get(f"{opensearch_url}/_cluster/health/{spec.index}-v1", params=health)).raise_for_status()
+                wait = {"wait_for_status": "yellow", "timeout": "30s"}
+                health = await client.get(f"{opensearch_url}/_cluster/health/{spec.index}-v1", params=wait)
+                health.raise_for_status()
         assert await backend.versions() == [(1, f"{spec.index}-v1")]  # no orphan left
         assert await backend.alias_state() == live  # the aliases never moved
         assert await backend.count(Scope("umbrella")) == 30  # the live index is whole
