@@ -79,12 +79,10 @@ class LogSink(Protocol):
     def close(self) -> None: ...
 
 
-class LinesLost(OSError):
-    """A sink's ``flush`` stored only part of what it was handed: ``lost`` lines (the last ones) are gone.
-
-    Any other exception from ``flush`` means every line handed over since the last successful
-    flush is gone; one from ``write`` means that line is.
-    """
+class _LinesLost(OSError):
+    """The file sink's ``flush`` stored only part of what it was handed: ``lost`` lines (the last ones)
+    are gone. Any other exception from a sink's ``flush`` means every line handed over since its last
+    successful flush is gone; one from ``write`` means that line is."""
 
     def __init__(self, lost: int, cause: BaseException) -> None:
         super().__init__(f"{lost} call-log line(s) lost: {cause}")
@@ -102,8 +100,8 @@ class RotatingFileSink:
     """Appends lines to ``path``; past ``max_bytes`` renames it to ``path.1`` (… ``path.N``).
 
     ``write`` only queues a line; ``flush`` writes the queued lines. A write the disk refuses
-    (full, read-only) is cut back to the last whole line and the lines it held are reported lost
-    (:class:`LinesLost`): the file never keeps a partial line, and the count is exact.
+    (full, read-only) is cut back to the last whole line and the lines it did not keep are reported
+    lost: the file never keeps a partial line, and the count is exact.
     """
 
     def __init__(self, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, backups: int = DEFAULT_BACKUPS) -> None:
@@ -161,9 +159,9 @@ class RotatingFileSink:
                 chunk.append(data)
             stored += self._append(fd, chunk)
         except _ShortWrite as exc:
-            raise LinesLost(len(pending) - stored - exc.stored, exc.cause) from exc.cause
+            raise _LinesLost(len(pending) - stored - exc.stored, exc.cause) from exc.cause
         except OSError as exc:
-            raise LinesLost(len(pending) - stored, exc) from exc
+            raise _LinesLost(len(pending) - stored, exc) from exc
 
     def _append(self, fd: int, chunk: list[bytes]) -> int:
         """Write ``chunk``; returns its line count. A refused write keeps the whole lines that reached
@@ -408,7 +406,7 @@ class CallLog:
         for i, sink in enumerate(self.sinks):
             try:
                 sink.flush()
-            except LinesLost as exc:  # the last exc.lost lines handed over
+            except _LinesLost as exc:  # the last exc.lost lines handed over
                 self._count("sink_error")
                 misses.update(handed[i][max(0, len(handed[i]) - exc.lost) :] if exc.lost > 0 else [])
             except Exception:  # everything handed over since the last flush
@@ -450,7 +448,7 @@ class CallLog:
                 sink.close()
             except Exception as exc:
                 self._count("sink_error")
-                self._lose("sink_error", exc.lost if isinstance(exc, LinesLost) else 0)
+                self._lose("sink_error", exc.lost if isinstance(exc, _LinesLost) else 0)
 
     def stats(self) -> dict[str, int]:
         """``written``: records a sink stored; ``records_lost``: records that did not reach every sink
