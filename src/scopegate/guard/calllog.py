@@ -148,15 +148,16 @@ class RotatingFileSink:
         stored = 0
         try:
             chunk: list[bytes] = []
+            size = 0  # bytes in chunk
             fd = self._open()
             for data in pending:
-                size = sum(len(c) for c in chunk)
                 if self._size + size > 0 and self._size + size + len(data) > self.max_bytes:
                     stored += self._append(fd, chunk)
-                    chunk = []
+                    chunk, size = [], 0
                     self._rotate()
                     fd = self._open()
                 chunk.append(data)
+                size += len(data)
             stored += self._append(fd, chunk)
         except _ShortWrite as exc:
             raise _LinesLost(len(pending) - stored - exc.stored, exc.cause) from exc.cause
