@@ -163,6 +163,8 @@ def _discovery_settings(cfg: ClusterConfig, member: Member, members: Sequence[Me
 class OpenSearchMember(OpenSearchNode):
     """An OpenSearch node of the cluster: the test launcher with discovery settings (later settings win)."""
 
+    ready_status = "green"  # members of a cluster can hold replicas
+
     def __init__(self, config: NodeConfig, member: Member) -> None:
         super().__init__(config)
         self.member = member
@@ -200,6 +202,7 @@ class ElasticsearchMember(ElasticsearchNode):
     """
 
     config: MemberESConfig
+    ready_status = "green"  # members of a cluster can hold replicas
 
     def __init__(self, config: MemberESConfig, member: Member) -> None:
         super().__init__(config)

@@ -3,16 +3,14 @@
 The read-only folder is a real read-only bind mount when the tests run as root
 (``mount -o remount,ro,bind``), else the folder is made unwritable with chmod,
 which a non-root process cannot bypass. The full disk is a real ``tmpfs`` with a
-size limit (root only).
+size limit (root only). Both come from ``mounts.py``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
-import stat
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from mounts import ROOT, read_only, small_disk
 
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.backends.embedded_storage import SPEC_FILE, storage_problem
@@ -31,8 +30,6 @@ from scopegate.scope import Scope
 from scopegate.search.spec import SearchSpec, spec_to_dict
 from scopegate.search.tools import SearchTool
 
-ROOT = os.geteuid() == 0
-
 
 def scopegate(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "scopegate.cli", *args], capture_output=True, text=True, timeout=120)
@@ -41,33 +38,6 @@ def scopegate(*args: str) -> subprocess.CompletedProcess[str]:
 def snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
     """Every file's (inode, size, mtime): any write, replace or new lock file shows."""
     return {p.name: (p.stat().st_ino, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(folder.iterdir())}
-
-
-@contextlib.contextmanager
-def read_only(folder: Path, tmp_path: Path) -> Iterator[Path]:
-    """``folder`` seen through a read-only mount (root) or made unwritable (non-root); yields the path to read."""
-    if ROOT:
-        view = tmp_path / "ro-mount"
-        view.mkdir()
-        done = subprocess.run(["mount", "--bind", str(folder), str(view)], capture_output=True, text=True)
-        if done.returncode != 0:
-            pytest.skip(f"cannot bind-mount as root here: {done.stderr.strip()}")
-        try:
-            subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], check=True, capture_output=True)
-            with pytest.raises(OSError):
-                (view / "probe").write_text("x")  # really read-only
-            yield view
-        finally:
-            subprocess.run(["umount", "-l", str(view)], check=True)  # lazily: mmaps of closed readers linger
-    else:
-        modes = {p: p.stat().st_mode for p in [folder, *folder.iterdir()]}
-        for p in modes:
-            p.chmod(stat.S_IMODE(modes[p]) & ~0o222)
-        try:
-            yield folder
-        finally:
-            for p, mode in modes.items():
-                p.chmod(stat.S_IMODE(mode))
 
 
 async def test_search_works_on_a_read_only_folder_and_writes_nothing(index: Path, tmp_path: Path) -> None:
@@ -152,21 +122,6 @@ def test_a_mapping_mismatch_is_named_by_check_serve_and_open(index: Path, tmp_pa
     with pytest.raises(ConfigError, match="text_fields: index has subject, body, spec has subject, body, notes"):
         EmbeddedBackend(spec, parent / "tickets")
     assert scopegate("check", str(config_for(parent, tmp_path))).returncode == 0  # the same mapping is fine
-
-
-@contextlib.contextmanager
-def small_disk(folder: Path, size: str) -> Iterator[Path]:
-    """A tmpfs of ``size`` mounted at ``folder`` (root only), unmounted afterwards."""
-    folder.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 @pytest.mark.skipif(not ROOT, reason="mounting a tmpfs needs root")

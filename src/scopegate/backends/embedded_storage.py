@@ -23,7 +23,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -288,7 +288,8 @@ class ReadOnlyView:
     """
 
     def __init__(self, source: Path) -> None:
-        self.source = source
+        # Absolute: a link's relative target is read from the view's folder, not from the caller's.
+        self.source = Path(os.path.abspath(source))
         self.folder = Path(tempfile.mkdtemp(prefix="scopegate-ro-view-"))
         self.sync()
 
@@ -302,3 +303,17 @@ class ReadOnlyView:
 
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def reading_folder(folder: Path) -> Iterator[Path]:
+    """The folder to hand tantivy for reading ``folder``: itself when writable, else a
+    :class:`ReadOnlyView` of it (tantivy's reader lock file cannot be made on a read-only mount)."""
+    if writable(folder):
+        yield folder
+        return
+    view = ReadOnlyView(folder)
+    try:
+        yield view.folder
+    finally:
+        view.close()

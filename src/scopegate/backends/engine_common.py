@@ -50,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
@@ -59,6 +60,7 @@ from typing import Any, Generic, TypeVar
 
 from scopegate.backends import aggs, dsl, layout
 from scopegate.backends.base import IngestReport, ProgressCallback
+from scopegate.backends.outage import FailureLog, host_list, quiet_client_loggers
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.aggregation import AggregationQuery, RawAggregation
@@ -68,6 +70,8 @@ from scopegate.search.model import RawHit, RawResult, SearchQuery
 from scopegate.search.retrieval import KnnResult, retrieve
 from scopegate.search.spec import SearchSpec
 from scopegate.vector.encoder import Encoder, encoder_from_name
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_TERMS = 32
 SCAN_PAGE = 1000
@@ -149,6 +153,8 @@ class EngineBackend(ABC, Generic[ClientT]):
         self._target: str | None = None  # pinned(): search this index instead of the alias
         self._owns_clients = True
         hosts = [url] if isinstance(url, str) else list(url)
+        quiet_client_loggers()
+        self.failures = FailureLog(self.engine, host_list(hosts))
         self.client: ClientT = (
             client if client is not None else self._client_for(hosts, failover_retries, dead_timeout_s, client_options)
         )
@@ -267,17 +273,25 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def _close_client(self, client: ClientT) -> None: ...
 
     # -- error boundary --------------------------------------------------
-    async def _guard(self, name: str, coro: Any) -> Any:
+    async def _guard(self, name: str, coro: Any, *, report: bool = True) -> Any:
+        """Await an engine call; client errors become :class:`BackendError`. A failure the engine's state
+        explains (down, overloaded, too slow) is logged as one line unless ``report`` is False (a read
+        whose failure the caller absorbs, such as the cache's generation)."""
         try:
             return await coro
         except BackendError:
             raise
         except TimeoutError as exc:
-            raise BackendError(f"{self.engine} did not answer in time", retryable=True) from exc
+            timed_out = BackendError(f"{self.engine} did not answer in time", retryable=True)
+            if report:
+                self.failures.failed(name, timed_out, exc)
+            raise timed_out from exc
         except Exception as exc:
             translated = self._translate(exc, name)
             if translated is None:
                 raise
+            if report and translated.retryable:  # down or overloaded: one line, not the client's traceback
+                self.failures.failed(name, translated, exc)
             raise translated from exc
 
     # -- SearchBackend ----------------------------------------------------
@@ -399,7 +413,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         """``<indices behind the searched alias>#stats:<digest>``: changes with any writer's visible write
         (module docstring); one request, the alias resolves to its indices."""
         target = self.search_target
-        stats = await self._guard(target, self._shard_stats(target))
+        stats = await self._guard(target, self._shard_stats(target), report=False)  # the cache skips on failure
         targets = sorted((stats.get("indices") or {}).keys())
         if not targets:
             raise MissingIndexError(target)
@@ -571,14 +585,33 @@ class EngineBackend(ABC, Generic[ClientT]):
         new = self.names.version(newest + 1)
         await self._guard(alias, self._put_template(self.names.template, self.template_body()))
         await self._guard(new, self._create_index(new, {}))
-        if documents is None:
-            if self.encoder is not None:
-                await self._check_mapping(alias)  # copying vectors of another model would keep them stale
-            await self._guard(new, self._reindex(alias, new))
-        else:
-            await self._ingest_into(new, documents, batch_size=5_000, progress=None)
-        await self._guard(new, self._refresh(new))
+        try:
+            if documents is None:
+                if self.encoder is not None:
+                    await self._check_mapping(alias)  # copying vectors of another model would keep them stale
+                await self._guard(new, self._reindex(alias, new))
+            else:
+                await self._ingest_into(new, documents, batch_size=5_000, progress=None)
+            await self._guard(new, self._refresh(new))
+        except BaseException:
+            await self._discard_version(new)
+            raise
         return str(sorted(old)[-1]), new
+
+    async def _discard_version(self, index: str) -> None:
+        """Delete ``index``, a version this backend just created, after a failed build or swap, unless an
+        alias points at it (a swap that went through although its answer was lost). Best effort: the
+        original error is what the caller sees; the old index and the aliases are never touched."""
+        try:
+            await asyncio.shield(self._drop_unaliased(index))
+        except BaseException as exc:  # cleanup must not hide the failure being handled
+            log.warning("could not delete the unfinished index %s (%s): delete it by hand", index, exc)
+
+    async def _drop_unaliased(self, index: str) -> None:
+        state = await self.alias_state()
+        if index in state.indices() or index in await self.alias_targets(self.previous_alias):
+            return
+        await self.drop_index(index)
 
     async def alias_targets(self, alias: str) -> list[str]:
         """The indices behind ``alias`` ([] when it does not exist)."""
@@ -605,7 +638,11 @@ class EngineBackend(ABC, Generic[ClientT]):
         :func:`scopegate.config.reindex.reindex_verified`). Searches hit the old index until the swap.
         """
         _old, new = await self.build_next_version(documents)
-        before = await self.swap_to(new)
+        try:
+            before = await self.swap_to(new)
+        except BaseException:
+            await self._discard_version(new)  # kept if an alias reached it after all
+            raise
         if delete_old:
             for index in before.indices():
                 if index != new:
@@ -634,16 +671,20 @@ class EngineBackend(ABC, Generic[ClientT]):
         index until the atomic alias swap.
         """
         _old, new = await self.build_next_version([])
-        batch: list[dict[str, Any]] = []
-        async for doc in self.scan():
-            batch.append(doc)
-            if len(batch) >= SCAN_PAGE * 5:
+        try:
+            batch: list[dict[str, Any]] = []
+            async for doc in self.scan():
+                batch.append(doc)
+                if len(batch) >= SCAN_PAGE * 5:
+                    await self._ingest_into(new, batch, batch_size=SCAN_PAGE * 5, progress=None)
+                    batch = []
+            if batch:
                 await self._ingest_into(new, batch, batch_size=SCAN_PAGE * 5, progress=None)
-                batch = []
-        if batch:
-            await self._ingest_into(new, batch, batch_size=SCAN_PAGE * 5, progress=None)
-        await self._guard(new, self._refresh(new))
-        before = await self.swap_to(new)
+            await self._guard(new, self._refresh(new))
+            before = await self.swap_to(new)
+        except BaseException:
+            await self._discard_version(new)
+            raise
         if delete_old:
             for index in before.indices():
                 if index != new:

@@ -68,7 +68,11 @@ def node_commands(engine: Engine) -> Group:
 
     @group.command(short_help="Build the launcher if needed and start a local node in the background.")
     @state_dir
-    @click.option("--wait/--no-wait", default=True, help="Wait until the node is ready (default: yes).")
+    @click.option(
+        "--wait/--no-wait",
+        default=True,
+        help="Wait until it is ready: green, or yellow on a single node, whose replicas never start (default: yes).",
+    )
     @click.option(
         "--timeout", type=float, help="Seconds to wait until it is ready (default: the engine's, 120 s or more)."
     )

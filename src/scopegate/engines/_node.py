@@ -182,12 +182,18 @@ def configure(config: ConfigT, *, state_dir: str | Path | None = None, heap: str
     return config
 
 
+_READY = {"green": frozenset({"green"}), "yellow": frozenset({"green", "yellow"})}
+
+
 class LocalNode(ABC, Generic[ConfigT]):
     """Manage one local node. Every method is safe to call twice."""
 
     url_env = ""
     label = "engine"  # in messages: "<label> at <url> not green ..."
-    start_timeout_s = 120.0  # default wait for green health
+    start_timeout_s = 120.0  # default wait for ready health
+    # The health a started node must reach. A single node can never assign replicas, so an index
+    # with replicas keeps it yellow for good: single-node engines wait for yellow (every primary started).
+    ready_status = "green"
     start_attempts = 3  # tries with a fresh free port each (1 when the port is pinned)
     not_built_message = "the node is not built (run with build enabled)"
     poll_s = 0.25
@@ -336,15 +342,16 @@ class LocalNode(ABC, Generic[ConfigT]):
         return "\n".join(current.strip().splitlines()[-lines:])
 
     def _health(self, client: httpx.Client, url: str, *, wait: bool) -> tuple[str | None, str]:
-        """(health, detail) of a node at ``url``; ``"green"`` means ready. Default: the cluster health API."""
-        params = {"wait_for_status": "green", "timeout": "2s"} if wait else None
+        """(health, detail) of a node at ``url``; :attr:`ready_status` or better means ready. Default: the
+        cluster health API."""
+        params = {"wait_for_status": self.ready_status, "timeout": "2s"} if wait else None
         resp = client.get(f"{url}/_cluster/health", params=params)
         if resp.status_code != 200:
             return None, f"HTTP {resp.status_code}: {resp.text[:200]}"
         return str(resp.json().get("status")), ""
 
     def wait_green(self, url: str, *, timeout_s: float | None = None, pid: int | None = None) -> None:
-        """Wait until the node's health is green, or raise with the node's log tail."""
+        """Wait until the node's health is :attr:`ready_status` or better, or raise with the node's log tail."""
         timeout = self.start_timeout_s if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout
         last = "no answer yet"
@@ -356,13 +363,15 @@ class LocalNode(ABC, Generic[ConfigT]):
                         raise EngineNodeError(f"{self._exit_message(code)}:\n{self.log_tail()}")
                 try:
                     health, detail = self._health(client, url, wait=True)
-                    if health == "green":
+                    if health in _READY[self.ready_status]:
                         return
                     last = detail or f"health {health}"
                 except (httpx.HTTPError, ValueError) as exc:
                     last = type(exc).__name__
                 time.sleep(self.poll_s)
-        raise EngineNodeError(f"{self.label} at {url} not green within {timeout:.0f}s ({last}):\n{self.log_tail()}")
+        raise EngineNodeError(
+            f"{self.label} at {url} not {self.ready_status} within {timeout:.0f}s ({last}):\n{self.log_tail()}"
+        )
 
     def _signal(self, pid: int, sig: int) -> None:
         with contextlib.suppress(ProcessLookupError):

@@ -32,6 +32,7 @@ import queue
 import threading
 import time
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,8 +79,30 @@ class LogSink(Protocol):
     def close(self) -> None: ...
 
 
+class _LinesLost(OSError):
+    """The file sink's ``flush`` stored only part of what it was handed: ``lost`` lines (the last ones)
+    are gone. Any other exception from a sink's ``flush`` means every line handed over since its last
+    successful flush is gone; one from ``write`` means that line is."""
+
+    def __init__(self, lost: int, cause: BaseException) -> None:
+        super().__init__(f"{lost} call-log line(s) lost: {cause}")
+        self.lost = lost
+
+
+class _ShortWrite(Exception):
+    def __init__(self, stored: int, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.stored = stored
+        self.cause = cause
+
+
 class RotatingFileSink:
-    """Appends lines to ``path``; past ``max_bytes`` renames it to ``path.1`` (… ``path.N``)."""
+    """Appends lines to ``path``; past ``max_bytes`` renames it to ``path.1`` (… ``path.N``).
+
+    ``write`` only queues a line; ``flush`` writes the queued lines. A write the disk refuses
+    (full, read-only) is cut back to the last whole line and the lines it did not keep are reported
+    lost: the file never keeps a partial line, and the count is exact.
+    """
 
     def __init__(self, path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, backups: int = DEFAULT_BACKUPS) -> None:
         if max_bytes < 1024:
@@ -89,20 +112,24 @@ class RotatingFileSink:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.backups = backups
-        self._fh: Any = None
+        self._fd: int | None = None
         self._size = 0
+        self._pending: list[bytes] = []
 
-    def _open(self) -> Any:
-        if self._fh is None:
+    def _open(self) -> int:
+        if self._fd is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across writes
-            self._size = self._fh.tell()
-        return self._fh
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._size = os.fstat(self._fd).st_size
+        return self._fd
+
+    def _close_fd(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def _rotate(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        self._close_fd()
         if self.backups == 0:
             self.path.unlink(missing_ok=True)
             return
@@ -114,23 +141,57 @@ class RotatingFileSink:
             os.replace(self.path, self.path.with_name(f"{self.path.name}.1"))
 
     def write(self, line: str) -> None:
-        data = line + "\n"
-        size = len(data.encode("utf-8"))
-        fh = self._open()
-        if self._size > 0 and self._size + size > self.max_bytes:
-            self._rotate()
-            fh = self._open()
-        fh.write(data)
-        self._size += size
+        self._pending.append((line + "\n").encode("utf-8"))
 
     def flush(self) -> None:
-        if self._fh is not None:
-            self._fh.flush()
+        pending, self._pending = self._pending, []
+        stored = 0
+        try:
+            chunk: list[bytes] = []
+            size = 0  # bytes in chunk
+            fd = self._open()
+            for data in pending:
+                if self._size + size > 0 and self._size + size + len(data) > self.max_bytes:
+                    stored += self._append(fd, chunk)
+                    chunk, size = [], 0
+                    self._rotate()
+                    fd = self._open()
+                chunk.append(data)
+                size += len(data)
+            stored += self._append(fd, chunk)
+        except _ShortWrite as exc:
+            raise _LinesLost(len(pending) - stored - exc.stored, exc.cause) from exc.cause
+        except OSError as exc:
+            raise _LinesLost(len(pending) - stored, exc) from exc
+
+    def _append(self, fd: int, chunk: list[bytes]) -> int:
+        """Write ``chunk``; returns its line count. A refused write keeps the whole lines that reached
+        the file, cuts off a partial one, and raises :class:`_ShortWrite` saying how many were kept."""
+        data = memoryview(b"".join(chunk))
+        start = self._size
+        try:
+            while data:
+                data = data[os.write(fd, data) :]
+        except OSError as exc:
+            kept, end = 0, start
+            with contextlib.suppress(OSError):
+                reached = os.fstat(fd).st_size
+                while kept < len(chunk) and end + len(chunk[kept]) <= reached:
+                    end += len(chunk[kept])
+                    kept += 1
+                if reached > end:
+                    os.ftruncate(fd, end)
+            self._size = end
+            raise _ShortWrite(kept, exc) from exc
+        self._size = start + sum(len(c) for c in chunk)
+        return len(chunk)
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        try:
+            if self._pending:
+                self.flush()
+        finally:
+            self._close_fd()
 
 
 class CallbackSink:
@@ -239,9 +300,11 @@ class CallLog:
         self.dropped = 0
         self.sink_errors = 0
         self.encode_errors = 0
+        self.records_lost: dict[str, int] = {}  # reason -> records that did not reach every sink
         self._closed = False
         self._counter_lock = threading.Lock()
         self._listeners: list[Callable[[str], None]] = []
+        self._lost_listeners: list[Callable[[str, int], None]] = []
         self._thread = threading.Thread(target=self._drain, name="scopegate-calllog", daemon=True)
         self._thread.start()
         _OPEN_LOGS.add(self)
@@ -253,8 +316,14 @@ class CallLog:
         return cls(RotatingFileSink(path, max_bytes=max_bytes, backups=backups))
 
     def on_failure(self, fn: Callable[[str], None]) -> None:
-        """Call ``fn(kind)`` (``"dropped"``, ``"sink_error"``, ``"encode_error"``) on each failure (metrics)."""
+        """Call ``fn(kind)`` (``"dropped"``, ``"sink_error"``, ``"encode_error"``) on each failure event (a
+        failed flush is one event however many records it held; see :meth:`on_records_lost`)."""
         self._listeners.append(fn)
+
+    def on_records_lost(self, fn: Callable[[str, int], None]) -> None:
+        """Call ``fn(reason, n)`` when ``n`` records are lost: ``"dropped"`` (queue full or log closed),
+        ``"encode_error"`` (not encodable), ``"sink_error"`` (a sink failed to store them)."""
+        self._lost_listeners.append(fn)
 
     def _count(self, kind: str) -> None:
         with self._counter_lock:
@@ -268,17 +337,26 @@ class CallLog:
             with contextlib.suppress(Exception):
                 fn(kind)
 
+    def _lose(self, reason: str, n: int) -> None:
+        if n <= 0:
+            return
+        with self._counter_lock:
+            self.records_lost[reason] = self.records_lost.get(reason, 0) + n
+        for fn in self._lost_listeners:
+            with contextlib.suppress(Exception):
+                fn(reason, n)
+
     def emit(self, record: Mapping[str, Any]) -> None:
         """Queue a record; never blocks, never raises."""
         if self._closed:
             self._count("dropped")
+            self._lose("dropped", 1)
             return
         try:
             self._queue.put_nowait(dict(record))
-        except queue.Full:
+        except Exception:  # queue.Full, or a record that cannot be copied
             self._count("dropped")
-        except Exception:
-            self._count("dropped")
+            self._lose("dropped", 1)
 
     def _drain(self) -> None:
         """Writer thread: take what is queued in batches, one flush per batch.
@@ -306,29 +384,39 @@ class CallLog:
                     self._queue.task_done()
 
     def _write_batch(self, records: list[dict[str, Any]]) -> None:
-        written = 0
-        for record in records:
+        """Encode and hand every record to every sink, then flush each; what a sink lost is counted in
+        records (a flush that fails loses what it held, not one line)."""
+        misses: Counter[int] = Counter()  # position -> sinks that did not store it
+        handed: list[list[int]] = [[] for _ in self.sinks]  # per sink: positions handed over
+        encoded: list[int] = []
+        for pos, record in enumerate(records):
             try:
                 line = encode_record(record)
             except Exception:
                 self._count("encode_error")
+                self._lose("encode_error", 1)
                 continue
-            for sink in self.sinks:
+            encoded.append(pos)
+            for i, sink in enumerate(self.sinks):
                 try:
                     sink.write(line)
+                    handed[i].append(pos)
                 except Exception:  # a broken sink is counted, not raised
                     self._count("sink_error")
-            written += 1
-        with self._counter_lock:
-            self.written += written
-        self._flush_sinks()
-
-    def _flush_sinks(self) -> None:
-        for sink in self.sinks:
+                    misses[pos] += 1
+        for i, sink in enumerate(self.sinks):
             try:
                 sink.flush()
-            except Exception:
+            except _LinesLost as exc:  # the last exc.lost lines handed over
                 self._count("sink_error")
+                misses.update(handed[i][max(0, len(handed[i]) - exc.lost) :] if exc.lost > 0 else [])
+            except Exception:  # everything handed over since the last flush
+                self._count("sink_error")
+                misses.update(handed[i])
+        nowhere = sum(1 for pos in encoded if misses[pos] >= len(self.sinks) > 0)
+        with self._counter_lock:
+            self.written += len(encoded) - nowhere  # stored by at least one sink
+        self._lose("sink_error", len(misses))  # missing from at least one sink
 
     def flush(self, timeout_s: float = 5.0) -> bool:
         """Wait (blocking; not for the event loop) until queued records are written."""
@@ -359,13 +447,18 @@ class CallLog:
         for sink in self.sinks:
             try:
                 sink.close()
-            except Exception:
+            except Exception as exc:
                 self._count("sink_error")
+                self._lose("sink_error", exc.lost if isinstance(exc, _LinesLost) else 0)
 
     def stats(self) -> dict[str, int]:
+        """``written``: records a sink stored; ``records_lost``: records that did not reach every sink
+        (dropped, not encodable, or refused by a sink), each counted once; ``dropped``,
+        ``sink_errors``, ``encode_errors``: failure events (a failed flush is one event)."""
         with self._counter_lock:
             return {
                 "written": self.written,
+                "records_lost": sum(self.records_lost.values()),
                 "dropped": self.dropped,
                 "sink_errors": self.sink_errors,
                 "encode_errors": self.encode_errors,

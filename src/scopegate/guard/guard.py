@@ -96,6 +96,7 @@ class Guard:
         self.internal_errors = 0
         if self.call_log is not None and self.metrics is not None:
             self.call_log.on_failure(self.metrics.call_log_failure)
+            self.call_log.on_records_lost(self.metrics.call_log_records_lost)
 
     # -- public API --------------------------------------------------------------
     def wrap(self, tool: ScopedTool) -> GuardedTool:

@@ -137,6 +137,7 @@ class _Collector(Collector):
             zeros = dict(o._zeros)
             lookups = dict(o._lookups)
             failures = dict(o._log_failures)
+            lost = dict(o._records_lost)
             latency = {tool: (h.buckets(), h.total) for tool, h in o._latency.items()}
             answers = (o._answer_hist.buckets(), o._answer_hist.total)
             answered = o._n_answered
@@ -152,7 +153,18 @@ class _Collector(Collector):
         yield counter("result_lists", "Successful result-list calls (searches with a total)", ["tool"], lists)
         yield counter("zero_results", "Successful result-list calls with a total of 0", ["tool"], zeros)
         yield counter("cache_lookups", "Cache lookups by result", ["tool", "result"], lookups)
-        yield counter("call_log_failures", "Call-log lines dropped or rejected by a sink", ["kind"], failures)
+        yield counter(
+            "call_log_failures",
+            "Call-log failure events by kind (a failed flush counts once; lost records: call_log_records_lost)",
+            ["kind"],
+            failures,
+        )
+        yield counter(
+            "call_log_records_lost",
+            "Call-log records that did not reach every sink, by reason (dropped, encode_error, sink_error)",
+            ["reason"],
+            lost,
+        )
         total = CounterMetricFamily(f"{ns}_answered_invocations", "Invocations that ended in a final answer")
         total.add_metric([], answered)
         yield total
@@ -220,6 +232,7 @@ class GuardMetrics:
         self._zeros: dict[str, int] = {}
         self._lookups: dict[tuple[str, str], int] = {}
         self._log_failures: dict[str, int] = {}
+        self._records_lost: dict[str, int] = {}
         self._latency: dict[str, _Histogram] = {}
         self._answer_hist = _Histogram(SEARCHES_BUCKETS)
         self._latencies_ms: deque[float] = deque(maxlen=max(1, latency_window))
@@ -293,6 +306,10 @@ class GuardMetrics:
     def call_log_failure(self, kind: str) -> None:
         with self._lock:
             _bump(self._log_failures, kind)
+
+    def call_log_records_lost(self, reason: str, n: int) -> None:
+        with self._lock:
+            self._records_lost[reason] = self._records_lost.get(reason, 0) + n
 
     # -- reading ---------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:

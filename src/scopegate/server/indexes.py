@@ -59,9 +59,13 @@ def embedded_index_states(config: AppConfig, *, deep: bool = False) -> list[Inde
 def _count(path: Path) -> int:
     import tantivy
 
+    from scopegate.backends.embedded_storage import reading_folder
+
     try:
-        index = tantivy.Index.open(str(path))
-        return int(index.searcher().num_docs)
+        # Through a read-only view when the folder cannot be written: a server may read a read-only mount.
+        with reading_folder(path) as where:
+            index = tantivy.Index.open(str(where))
+            return int(index.searcher().num_docs)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot open the embedded index at {path}: {exc}") from exc
 

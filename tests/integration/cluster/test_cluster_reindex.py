@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from scopegate.backends.opensearch import OpenSearchBackend
-from scopegate.config.reindex import reindex_verified, rollback
 from scopegate.cli import main as scopegate_main
+from scopegate.config.reindex import reindex_verified, rollback
 from scopegate.context import CallContext
 from scopegate.demo.corpus import TENANTS
 from scopegate.guard.calllog import CallLog, MemorySink

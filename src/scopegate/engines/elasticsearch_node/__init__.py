@@ -75,6 +75,9 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
     label = "Elasticsearch"
     start_timeout_s = 180.0
     start_attempts = 1
+    # discovery.type=single-node: replicas are never assigned, so an index with replicas (the engine's
+    # default of 1) stays yellow; waiting for green would time out and kill a node holding data.
+    ready_status = "yellow"
     not_built_message = "the Elasticsearch distribution is not unpacked (run with build enabled)"
     poll_s = 0.5
     process_group = True  # runuser, the CLI launcher and the server share the session

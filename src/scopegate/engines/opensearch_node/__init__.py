@@ -73,6 +73,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
 
     url_env = URL_ENV
     label = "OpenSearch"
+    ready_status = "yellow"  # a single node: replicas are never assigned (see LocalNode.ready_status)
     not_built_message = "the OpenSearch launcher is not built (run with build enabled)"
 
     def __init__(self, config: NodeConfig | None = None) -> None:

@@ -14,7 +14,10 @@ model as credentials, ``access_token`` where bearer tokens are used) and the
 credential-like names (``access_token``, ``api_key``...) the operation does
 not declare as its own input (:func:`undeclared_credential_names`). After
 the request is built, and before credentials are added,
-:meth:`ReservedNames.check` reads the request *as a server would*
+:meth:`ReservedNames.check` refuses an object-valued path parameter with a reserved key, whatever its
+style (``matrix`` sends ``{"customer_id": "bob"}`` as ``;customer_id=bob``, which JAX-RS and Spring read
+as a parameter; ``label`` and ``simple`` send ``customer_id=bob`` or ``customer_id,bob``), and reads the
+request *as a server would*
 (:func:`names_on_wire`): the decoded query string, every cookie of the
 ``Cookie`` header, every header name, the fields of a form or multipart body
 and the top-level keys of a JSON object body. A bound or checked argument may
@@ -180,6 +183,8 @@ class ReservedNames:
     # ``customer_id``): known at build time, hidden from the model. A required one stays visible and
     # every call giving it is refused, naming the collision.
     shadowed: frozenset[str] = frozenset()
+    # Path parameters: an object value puts its keys into the path (matrix ``;key=value``).
+    path_arguments: frozenset[str] = frozenset()
 
     @classmethod
     def build(
@@ -221,7 +226,8 @@ class ReservedNames:
             and am.location != "path"
             and _reserved_key(am.original_name, reserved) is not None
         )
-        return cls(reserved, owners, frozenset(repeats), shadowed)
+        path_arguments = frozenset(am.argument for am in binding.arguments if am.location == "path")
+        return cls(reserved, owners, frozenset(repeats), shadowed, path_arguments)
 
     def check(self, built: BuiltRequest, values: Mapping[str, Any]) -> list[dict[str, str]]:
         """Problems (for ``BAD_ARGUMENTS``) if the built request carries a reserved name it may not."""
@@ -233,8 +239,23 @@ class ReservedNames:
             value = values.get(arg)
             if value is not None:
                 allowed[key] += _placements(value, arg in self.repeats)
-        problems = []
+        problems = self._path_object_problems(values)
         for key, why in sorted(self.reserved.items()):
             if seen[key] > allowed[key]:
                 problems.append({"field": key[:64], "problem": f"may not be set by an argument ({_WHY[why]})"})
+        return problems
+
+    def _path_object_problems(self, values: Mapping[str, Any]) -> list[dict[str, str]]:
+        """A reserved key of an object-valued path parameter, in any style and with or without explode
+        (unexploded, the key travels as a value a lenient server may still read): refused, never sent."""
+        problems = []
+        for arg in sorted(self.path_arguments):
+            value = values.get(arg)
+            if not isinstance(value, Mapping):
+                continue
+            for key in value:
+                hit = _reserved_key(str(key), self.reserved)
+                if hit is not None:
+                    why = _WHY[self.reserved[hit]]
+                    problems.append({"field": f"{arg}.{key}"[:64], "problem": f"may not be set by an argument ({why})"})
         return problems
