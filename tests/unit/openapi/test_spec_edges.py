@@ -118,9 +118,7 @@ def test_d2_extension_keys_of_paths_are_not_paths() -> None:
     assert list(tools(EXTENDED)) == ["GET /real"]
 
 
-def test_d2_declarations_strict_pass_on_a_valid_document(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_d2_declarations_strict_pass_on_a_valid_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = str(write(tmp_path, EXTENDED))
     code, out, err = run(["openapi", "declarations", path, "--allow", "real", "--strict"], capsys)
     assert code == ExitCode.OK, err
@@ -173,9 +171,8 @@ def test_d3_collection_formats_on_path_and_header(fmt: str, path: str, header: s
 
 
 def test_d3_a_delimited_string_may_not_hold_its_delimiter() -> None:
-    spec = swagger({"/p/{tags}": {"get": {"operationId": "p", "parameters": [
-        {"name": "tags", "in": "path", "required": True, "type": "array", "items": {"type": "string"},
-         "collectionFormat": "pipes"}], "responses": OK}}})  # fmt: skip
+    tags = {"name": "tags", "in": "path", "required": True, "type": "array", "items": {"type": "string"}}
+    spec = swagger({"/p/{tags}": {"get": {"parameters": [{**tags, "collectionFormat": "pipes"}], "responses": OK}}})
     tool = tools(spec)["GET /p/{tags}"]
     assert built(tool, {"tags": ["a b", "c"]}, "https://api.example.test").path == "/p/a%20b%7Cc"
     with pytest.raises(ArgumentsInvalid) as caught:
@@ -220,7 +217,8 @@ def test_overlapping_one_of_accepts_a_value_any_branch_matches() -> None:
 
 def test_one_of_bare_required_lists_still_means_exactly_one() -> None:
     props = {"email": {"type": "string"}, "phone": {"type": "string"}}
-    tool = _body_tool({"type": "object", "properties": props, "oneOf": [{"required": ["email"]}, {"required": ["phone"]}]})
+    exactly_one = [{"required": ["email"]}, {"required": ["phone"]}]
+    tool = _body_tool({"type": "object", "properties": props, "oneOf": exactly_one})
     assert built(tool, {"email": "a@b.test"}).body
     with pytest.raises(ArgumentsInvalid):
         built(tool, {"email": "a@b.test", "phone": "1"})
@@ -304,9 +302,9 @@ def test_a_required_property_forbidden_by_additional_properties_is_reported_and_
     assert json.loads(built(tool, {"mode": "block"}).body or b"") == {"mode": "block"}  # no call could pass before
     with pytest.raises(ArgumentsInvalid):
         built(tool, {"mode": "block", "id": "r1"})  # still forbidden: the API's own schema says so
+    post = {"requestBody": {"content": {"application/json": {"schema": FIREWALL}}}, "responses": OK}
     with pytest.raises(TranslationError, match="contradictory_schema"):
-        tools(oas3({"/x": {"post": {"requestBody": {"content": {"application/json": {"schema": FIREWALL}}},
-                                     "responses": OK}}}), strict=True)  # fmt: skip
+        tools(oas3({"/x": {"post": post}}), strict=True)
 
 
 def test_a_property_declared_in_an_all_of_part_is_not_a_contradiction() -> None:
