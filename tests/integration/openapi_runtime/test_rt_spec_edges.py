@@ -74,7 +74,11 @@ SWAGGER = {
         "/ssv/{ids}": {
             "get": {
                 "operationId": "ssv",
-                "parameters": [_array("ids", "path", "integer", "ssv"), _array("X-Tags", "header", "string", "pipes")],
+                "parameters": [
+                    _array("ids", "path", "integer", "ssv"),
+                    _array("X-Tags", "header", "string", "pipes"),
+                    _array("X-Tabs", "header", "string", "tsv"),
+                ],
                 "responses": OK,
             }
         }
@@ -96,7 +100,7 @@ async def test_what_arrives(edges: tuple[OperationToolset, OperationToolset], at
     oas3, swagger = edges
     calls = [
         (oas3, "cookiesPlain", {"id": [3, 4]}),
-        (swagger, "ssv", {"ids": [1, 2], "X_Tags": ["a", "b"]}),
+        (swagger, "ssv", {"ids": [1, 2], "X_Tags": ["a", "b"], "X_Tabs": ["c", "d"]}),
         (oas3, "cancelSub", {"invoice_now": True}),
         (oas3, "addPet", {"id": "p1"}),
         (oas3, "addRule", {"mode": "block"}),
@@ -106,7 +110,7 @@ async def test_what_arrives(edges: tuple[OperationToolset, OperationToolset], at
         assert result["status"] == "ok", (name, result)
     cookies, ssv, cancel, pet, rule = attacker.state.recorded()
     assert (cookies.method, cookies.raw_path, cookies.headers["cookie"]) == ("GET", "/cookies", "id=3,4")
-    assert (ssv.raw_path, ssv.headers["x-tags"]) == ("/ssv/1%202", "a|b")
+    assert (ssv.raw_path, ssv.headers["x-tags"], ssv.headers["x-tabs"]) == ("/ssv/1%202", "a|b", "c\td")
     assert (cancel.method, cancel.raw_path) == ("DELETE", "/subs")
     assert cancel.headers["content-type"] == "application/x-www-form-urlencoded"
     assert parse_qsl(cancel.body.decode()) == [("invoice_now", "true")]

@@ -19,6 +19,7 @@ from scopegate.openapi.errors import TranslationError
 from scopegate.openapi.inventory import inventory
 from scopegate.openapi.loader import load_document
 from scopegate.openapi.model import OmittedInput
+from scopegate.openapi.runtime import OperationToolset, ToolsetSettings
 from scopegate.openapi.runtime.request import ArgumentsInvalid, BuiltRequest, RequestBuilder
 from scopegate.openapi.translate import ToolDeclaration, TranslateOptions, translate
 
@@ -99,6 +100,8 @@ def test_d1_variant_tool_names_are_unique_and_stable() -> None:
     doc = load_document(COOKIE_VARIANTS)
     one = translate(doc, [doc.infos()[1]]).tools[0]
     assert one.name == "get_cookies_formExploded"  # independent of the selection
+    toolset = OperationToolset(ToolsetSettings(spec=COOKIE_VARIANTS, allow=("GET /cookies#formExploded",)))
+    assert [t.name for t in toolset.tools] == ["get_cookies_formExploded"]  # allowlisted by its whole key
 
 
 # -------------------------------------------------------- D2: x- in Paths
@@ -321,9 +324,6 @@ def test_a_property_declared_in_an_all_of_part_is_not_a_contradiction() -> None:
 def test_base_url_is_the_whole_base_url_and_a_dropped_server_path_is_warned(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from scopegate.openapi.runtime import ToolsetSettings
-    from scopegate.openapi.runtime.toolset import OperationToolset
-
     spec = oas3({"/orders": {"get": {"operationId": "list", "responses": OK}}})
     with caplog.at_level(logging.WARNING, logger="scopegate.openapi"):
         with_path = OperationToolset(ToolsetSettings(spec=spec, allow=("list",), base_url="http://127.0.0.1:9/v2"))
