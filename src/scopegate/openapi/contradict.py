@@ -17,6 +17,7 @@ from typing import Any
 from scopegate.openapi.simplify import deref, merge_all_of, top_properties
 
 MAX_DEPTH = 4
+MAX_NODES = 2_000
 
 
 def forbidden_required(schema: Any, defs: Mapping[str, Any] | None) -> list[str]:
@@ -32,12 +33,22 @@ def forbidden_required(schema: Any, defs: Mapping[str, Any] | None) -> list[str]
     return [r for r in required if isinstance(r, str) and r not in declared] if isinstance(required, list) else []
 
 
-def contradictions(schema: Any, defs: Mapping[str, Any] | None, prefix: str = "", depth: int = 0) -> list[str]:
-    """Dotted paths (``"rule.id"``) of every forbidden required property, to ``MAX_DEPTH`` levels of nesting."""
-    found = [prefix + name for name in forbidden_required(schema, defs)]
-    if depth >= MAX_DEPTH:
-        return found
-    for name, subs in top_properties(schema, defs).items():
-        for sub in subs[:1]:
-            found.extend(contradictions(sub, defs, f"{prefix}{name}.", depth + 1))
+def contradictions(schema: Any, defs: Mapping[str, Any] | None) -> list[str]:
+    """Dotted paths (``"rule.id"``) of every forbidden required property, to ``MAX_DEPTH`` levels of nesting.
+
+    At most ``MAX_NODES`` object schemas are looked at, so a huge or hostile body costs a bounded amount.
+    """
+    found: list[str] = []
+    budget = [MAX_NODES]
+
+    def walk(node: Any, prefix: str, depth: int) -> None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        found.extend(prefix + name for name in forbidden_required(node, defs))
+        if depth < MAX_DEPTH:
+            for name, subs in top_properties(node, defs).items():
+                walk(subs[0], f"{prefix}{name}.", depth + 1)
+
+    walk(schema, "", 0)
     return found

@@ -15,6 +15,7 @@ import pytest
 
 from scopegate.cli import main
 from scopegate.cli.core import ExitCode
+from scopegate.openapi.contradict import MAX_NODES, contradictions
 from scopegate.openapi.errors import TranslationError
 from scopegate.openapi.inventory import inventory
 from scopegate.openapi.loader import load_document
@@ -335,3 +336,11 @@ def test_base_url_is_the_whole_base_url_and_a_dropped_server_path_is_warned(
     (record,) = caplog.records
     assert "replaces the spec's server URL https://api.example.test/v1, path included" in record.getMessage()
     assert "not under /v1" in record.getMessage()
+
+
+def test_the_contradiction_walk_is_bounded_on_a_wide_deep_body() -> None:
+    level: dict[str, Any] = {"type": "object", "required": ["x"], "additionalProperties": False, "properties": {}}
+    for _ in range(4):  # 60^4 objects if walked in full
+        level = {"type": "object", "properties": {f"p{i}": level for i in range(60)}}
+    found = contradictions(level, None)
+    assert 0 < len(found) <= MAX_NODES and found[0] == "p0.p0.p0.p0.x"
