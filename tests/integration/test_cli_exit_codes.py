@@ -181,7 +181,7 @@ def test_pipe_into_head(ticket_index: Path, tmp_path: Path) -> None:
     for argv, first in (
         (["search", str(ticket_index), "refund", "--tenant", "acme"], "{"),
         (["openapi", "inventory", str(spec)], "METHOD"),
-        (["openapi", "inventory", str(spec), "--format", "json"], "["),
+        (["openapi", "inventory", str(spec), "--format", "json"], "{"),
     ):
         command = " ".join([sys.executable, "-m", "scopegate.cli", *argv])
         done = subprocess.run(

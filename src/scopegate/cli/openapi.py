@@ -119,7 +119,11 @@ def declarations(
 @openapi.command(short_help="List every operation: method, path, operationId, state-changing, translatable.")
 @_spec_args
 @click.option(
-    "--format", "fmt", type=click.Choice(["table", "json"]), default="table", help="Output format (default table)."
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    help="Output format (default table); json: {operations: [...], problems: [...]}.",
 )
 def inventory(spec: Path, allow_external_refs: bool, strict: bool, fmt: str) -> int:
     """Print a table of every operation in SPEC (OpenAPI 3.x or Swagger 2.0, JSON or YAML; the root file of a
@@ -135,8 +139,8 @@ def inventory(spec: Path, allow_external_refs: bool, strict: bool, fmt: str) -> 
         inv = build_inventory(
             load_document(spec, allow_external_refs=allow_external_refs), TranslateOptions(strict=strict)
         )
-    rows = [r.to_dict() for r in inv.rows]
-    click.echo(json.dumps(rows, indent=2, ensure_ascii=False) if fmt == "json" else render_table(inv), nl=fmt == "json")
+    text = json.dumps(inv.to_dict(), indent=2, ensure_ascii=False) if fmt == "json" else render_table(inv)
+    click.echo(text, nl=fmt == "json")
     failed = inv.problems or inv.translatable < len(inv.rows)
     return ExitCode.USAGE if strict and failed else ExitCode.OK
 

@@ -264,7 +264,11 @@ class OpenAPIConfig:
     name: ToolName
     spec: Annotated[ConfigPath, Field(description="Path of the pinned OpenAPI/Swagger document.")]
     allow: Annotated[tuple[NonEmpty, ...], Field(min_length=1, description="operationIds or 'METHOD /path'.")]
-    base_url: Url | None = None
+    base_url: Url | None = Field(
+        default=None,
+        description="The whole base URL requests go to, path included (https://api.example.com/v1): it replaces "
+        "the spec's server URL; default: the spec's first absolute server.",
+    )
     policies: Mapping[str, PolicyConfig] = Field(default_factory=dict)
     credentials: Mapping[str, CredentialConfig] = Field(default_factory=dict)
     confirm: Literal["state_changing", "always"] = Field(

@@ -59,10 +59,15 @@ class BuildContext:
         self.docs.where = self.where
         return self.docs.deref(node, doc)
 
-    def parameter_objects(self, raw: Any, doc: str) -> Iterator[tuple[Mapping[str, Any], str]]:
-        """The parameter objects of a ``parameters`` list (refs followed; an unreadable one omitted, listed)."""
+    def parameter_objects(self, raw: Any, doc: str, level: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+        """The parameter objects of a ``parameters`` list (refs followed; an unreadable one omitted, listed).
+
+        ``level`` ("path item", "operation") names the list in the report of a duplicate: the last of
+        several definitions of one ``(in, name)`` wins, and each one it shadows is listed as lost.
+        """
         if not isinstance(raw, list):
             return
+        seen: set[tuple[Any, str]] = set()
         for entry in raw:
             try:
                 p, pdoc = self.deref(entry, doc)
@@ -70,6 +75,10 @@ class BuildContext:
                 self.omit("parameter", exc.ref, exc, required=False)
                 continue
             if isinstance(p, Mapping) and isinstance(p.get("name"), str):
+                key = (p.get("in"), p["name"])
+                if key in seen:
+                    self.omitted.append(_duplicate(key, level))
+                seen.add(key)
                 yield p, pdoc
 
     def omit(
@@ -84,6 +93,13 @@ class BuildContext:
         if required:
             raise RefError(exc.ref, exc.reason, where=self.where) from None
         self.omitted.append(OmittedInput(location, name, "unresolvable_ref", False, f"$ref {exc.ref!r}: {exc.reason}"))
+
+
+def _duplicate(key: tuple[Any, str], level: str) -> OmittedInput:
+    location, name = key
+    where: OmissionLocation = location if location in ("path", "query", "header", "cookie") else "parameter"
+    detail = f"the {level}'s parameters define {location} {name!r} more than once; the last definition is used"
+    return OmittedInput(where, name, "duplicate_parameter", False, detail)
 
 
 def assemble(

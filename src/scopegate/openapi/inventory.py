@@ -1,7 +1,7 @@
 """Every operation of a spec, translated on its own, with what each tool does not carry and why.
 
 ``inventory(doc)`` is what ``scopegate openapi inventory`` prints (``render_table``,
-or ``InventoryRow.to_dict`` for JSON): one row per
+or ``Inventory.to_dict`` for JSON: the rows and the document-level problems): one row per
 operation (method, path, operationId, tool name, state-changing, deprecated),
 whether it translates (else the reason), and its omissions (see
 :class:`~scopegate.openapi.model.OmittedInput`): inputs the runtime supplies
@@ -67,6 +67,10 @@ class Inventory:
     @property
     def translatable(self) -> int:
         return sum(1 for r in self.rows if r.translatable)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``inventory --format json`` prints: the rows and, as the table does, the document's problems."""
+        return {"operations": [r.to_dict() for r in self.rows], "problems": list(self.problems)}
 
 
 def inventory(doc: SpecDocument, options: TranslateOptions | None = None) -> Inventory:

@@ -106,7 +106,8 @@ class SpecDocument:
         """Every operation in spec order; no schema is resolved.
 
         Path items and operation objects given by ``$ref`` are followed (an
-        operation ``$ref`` is an extension some real specs use). A path item
+        operation ``$ref`` is an extension some real specs use); ``x-`` keys of
+        the Paths Object are extensions, not paths, and are skipped. A path item
         that cannot be read is recorded in :attr:`problems`; an operation that
         cannot be read is listed with its ``problem`` and fails when resolved.
         """
@@ -115,6 +116,8 @@ class SpecDocument:
             out: list[OperationInfo] = []
             for raw_path, raw_item in self._paths.items():
                 path = str(raw_path)
+                if path.startswith("x-"):
+                    continue  # a specification extension of the Paths Object, not a path
                 self.documents.where = path
                 try:
                     item, idoc = self.documents.deref(raw_item, root_key)

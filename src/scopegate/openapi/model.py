@@ -46,6 +46,8 @@ OmissionReason = Literal[
     "unsupported_media_type",
     "unsupported_parameter",
     "undefined_security_scheme",
+    "duplicate_parameter",
+    "contradictory_schema",
 ]
 CARRIED_BY_RUNTIME: frozenset[str] = frozenset({"credential", "reserved_header", "read_only"})
 """Omission reasons where nothing is lost: the runtime (or the server) supplies the input."""
@@ -104,6 +106,9 @@ class Parameter:
     media_type: str | None = None
     # ``allowEmptyValue`` (query only): without it an empty value may not be sent.
     allow_empty_value: bool = False
+    # Swagger 2.0 ``collectionFormat`` ssv/tsv/pipes on a path or header array (``" "``, ``"\t"``, ``"|"``):
+    # OpenAPI 3 has no style for it, so the simple style is used with this delimiter instead of ``,``.
+    delimiter: str | None = None
 
     @property
     def key(self) -> tuple[ParamLocation, str]:
@@ -318,6 +323,12 @@ class OmittedInput:
       cannot produce;
     * ``undefined_security_scheme``: the operation's security names a scheme the
       spec does not define (nothing says where its credential goes; it is skipped).
+    * ``duplicate_parameter``: one ``parameters`` list defines the same
+      ``(in, name)`` twice (the spec forbids it); the last definition is used and
+      the others are lost;
+    * ``contradictory_schema``: a body property the schema requires but its
+      ``additionalProperties: false`` forbids (declared nowhere): no request could
+      satisfy both, so the requirement is not enforced (``name`` is dotted when nested).
 
     ``detail`` says what exactly (the ref, the media types, the style).
     """

@@ -22,8 +22,8 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 def build_operation(ctx: BuildContext, info: model.OperationInfo, raw: RawOperation) -> model.Operation:
     item, idoc, op, odoc = raw.item, raw.item_doc, raw.op, raw.op_doc
-    params = parameters(ctx, item.get("parameters"), idoc)
-    params.update(parameters(ctx, op.get("parameters"), odoc))
+    params = parameters(ctx, item.get("parameters"), idoc, "path item")
+    params.update(parameters(ctx, op.get("parameters"), odoc, "operation"))
     body = request_body(ctx, op.get("requestBody"), odoc, sends_body=info.method in BODY_METHODS)
     servers = parse_servers(op.get("servers")) or parse_servers(item.get("servers")) or ctx.servers
     responses = _responses(ctx, op.get("responses"), odoc) if ctx.with_responses else ()
@@ -41,9 +41,9 @@ def build_operation(ctx: BuildContext, info: model.OperationInfo, raw: RawOperat
     )
 
 
-def parameters(ctx: BuildContext, raw: Any, doc: str) -> dict[tuple[str, str], Parameter]:
+def parameters(ctx: BuildContext, raw: Any, doc: str, level: str) -> dict[tuple[str, str], Parameter]:
     out: dict[tuple[str, str], Parameter] = {}
-    for p, pdoc in ctx.parameter_objects(raw, doc):
+    for p, pdoc in ctx.parameter_objects(raw, doc, level):
         name, location = p["name"], p.get("in")
         required = location == "path" or p.get("required") is True
         if location not in PARAM_LOCATIONS:

@@ -115,8 +115,12 @@ def pct(text: str, *, allow_reserved: bool = False) -> str:
 
 def split_path_template(path: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     """A path key and the fixed query some real specs write into it (OpenAI:
-    ``/responses/{response_id}?beta=true``): the template and the query pairs, percent-encoded."""
-    template, _, fixed = path.partition("?")
+    ``/responses/{response_id}?beta=true``): the template and the query pairs, percent-encoded.
+
+    A fragment (``/cookies#formNonExploded``, how some specs give one path several variants) names
+    the variant, never part of a request: it is dropped here (the operation keeps it as its identity).
+    """
+    template, _, fixed = path.partition("#")[0].partition("?")
     pairs = []
     for part in fixed.split("&") if fixed else []:
         key, _, value = part.partition("=")
@@ -386,7 +390,16 @@ class ParamEncoder:
         self.style, self.explode = _style_of(param)
         self.allow_reserved = param.allow_reserved and param.location == "query"
         self.content = param.media_type
+        self.delimiter = param.delimiter if param.location in ("path", "header") else None
         self._defs = param.schema.get("$defs") if isinstance(param.schema, Mapping) else None
+
+    def _delimited(self, value: list[Any]) -> list[str]:
+        """Items of a Swagger 2.0 ssv/tsv/pipes path or header array: a value holding the delimiter is refused."""
+        assert self.delimiter is not None
+        texts = _items(value, "simple")
+        if any(self.delimiter in t for t in texts):
+            raise _ValueProblem(f"values of this parameter cannot contain {self.delimiter!r}")
+        return texts
 
     def _content_text(self, value: Any) -> str:
         assert self.content is not None
@@ -397,6 +410,8 @@ class ParamEncoder:
         if self.content is not None:
             return pct_path(self._content_text(value))
         style, explode, name = self.style, self.explode, pct_path(self.name)
+        if isinstance(value, list) and self.delimiter is not None:
+            return pct_path(self.delimiter).join(pct_path(t) for t in self._delimited(value))
         if isinstance(value, list):
             items = [pct_path(t) for t in _items(value, style)]
             if style == "label":
@@ -439,6 +454,8 @@ class ParamEncoder:
         if self.content is not None:
             return self._content_text(value)
         if isinstance(value, list):
+            if self.delimiter is not None:
+                return self.delimiter.join(self._delimited(value))
             return ",".join(_items(value, "simple"))
         if isinstance(value, Mapping):
             sep = "=" if self.explode else ","

@@ -7,7 +7,9 @@
   else ``application/x-www-form-urlencoded`` by default);
 * ``collectionFormat`` -> ``style``/``explode`` (csv -> form/simple without
   explode, multi -> form with explode, ssv -> spaceDelimited, pipes ->
-  pipeDelimited, tsv -> ``tabDelimited``, which is not an OAS 3 style); for
+  pipeDelimited, tsv -> ``tabDelimited``, which is not an OAS 3 style); on
+  path and header arrays ssv/tsv/pipes keep the simple style with their own
+  delimiter (``Parameter.delimiter``: ``/ssv/1%202``, header ``1|2``); for
   ``formData`` arrays the same goes into the form body's ``encoding`` map;
 * ``securityDefinitions`` -> security schemes (``basic`` -> ``http``/``basic``;
   oauth2 ``flow`` -> OAS 3 ``flows``).
@@ -119,14 +121,21 @@ def _param_schema(p: Mapping[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _style(location: str, p: Mapping[str, Any]) -> tuple[str | None, bool | None]:
+_PATH_HEADER_DELIMITERS = {"ssv": " ", "tsv": "\t", "pipes": "|"}
+
+
+def _style(location: str, p: Mapping[str, Any]) -> tuple[str | None, bool | None, str | None]:
+    """(style, explode, delimiter) of a parameter; delimited path/header arrays keep the simple style."""
     if p.get("type") != "array":
-        return None, None
+        return None, None, None
     fmt = str(p.get("collectionFormat", "csv"))
     style, explode = _COLLECTION_STYLE.get(fmt, ("form", False))
-    if location in ("path", "header") and fmt == "csv":
-        style = "simple"
-    return style, explode
+    if location in ("path", "header"):
+        if fmt == "csv":
+            return "simple", explode, None
+        if fmt in _PATH_HEADER_DELIMITERS:
+            return "simple", False, _PATH_HEADER_DELIMITERS[fmt]
+    return style, explode, None
 
 
 def _media_types(op: Mapping[str, Any], root: Mapping[str, Any], key: str) -> list[str]:
@@ -141,8 +150,9 @@ def build_operation(ctx: BuildContext, info: OperationInfo, raw: RawOperation) -
     item, idoc, op, odoc = raw.item, raw.item_doc, raw.op, raw.op_doc
     root = ctx.root
     merged: dict[tuple[str, str], tuple[Mapping[str, Any], str]] = {}
-    for raw_list, ldoc in ((item.get("parameters"), idoc), (op.get("parameters"), odoc)):
-        for p, pdoc in ctx.parameter_objects(raw_list, ldoc):
+    lists = ((item.get("parameters"), idoc, "path item"), (op.get("parameters"), odoc, "operation"))
+    for raw_list, ldoc, level in lists:
+        for p, pdoc in ctx.parameter_objects(raw_list, ldoc, level):
             if isinstance(p.get("in"), str):
                 merged[(p["in"], p["name"])] = (p, pdoc)
 
@@ -161,7 +171,7 @@ def build_operation(ctx: BuildContext, info: OperationInfo, raw: RawOperation) -
             form.append((p, pdoc))
         else:
             loc = cast(ParamLocation, location)
-            style, explode = _style(location, p)
+            style, explode, delimiter = _style(location, p)
             try:
                 schema = ctx.schema(_param_schema(p), pdoc)
             except RefError as exc:
@@ -178,6 +188,7 @@ def build_operation(ctx: BuildContext, info: OperationInfo, raw: RawOperation) -
                     explode=explode,
                     allow_reserved=False,
                     allow_empty_value=p.get("allowEmptyValue") is True,
+                    delimiter=delimiter,
                 )
             )
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from scopegate.errors import UnknownNameError
+from scopegate.openapi.contradict import contradictions
 from scopegate.openapi.errors import OpenAPIError, TranslationError
 from scopegate.openapi.headers import FORBIDDEN_HEADERS, RUNTIME_HEADERS
 from scopegate.openapi.model import (
@@ -53,7 +54,14 @@ from scopegate.openapi.model import (
     ToolBinding,
 )
 from scopegate.openapi.naming import MAX_NAME_LENGTH, ArgumentNamer, tool_names
-from scopegate.openapi.serialize import ParamEncoder, body_kind, body_refusal, form_property_problem, parameter_problem
+from scopegate.openapi.serialize import (
+    ParamEncoder,
+    body_kind,
+    body_refusal,
+    form_property_problem,
+    parameter_problem,
+    split_path_template,
+)
 from scopegate.openapi.simplify import (
     Simplifier,
     SimplifyOptions,
@@ -394,7 +402,7 @@ def _translate_once(
     out = _Builder(op, opts)
 
     declared_path = {p.name for p in op.params_in("path")}
-    missing = [v for v in _TEMPLATE.findall(op.path) if v not in declared_path]
+    missing = [v for v in _TEMPLATE.findall(split_path_template(op.path)[0]) if v not in declared_path]
     if missing:
         raise TranslationError(op.label, f"path template variable(s) {missing} have no path parameter")
 
@@ -490,6 +498,10 @@ def _body_arguments(
         return (media if op.method in _BODY_METHODS or body.required else None), ""
     merged = merge_all_of(dict(deref(raw, defs)), defs)
     simple = simplifier.run(raw, depth=0)
+    for path in contradictions(raw, defs):
+        # Reported, not fatal: the runtime does not enforce a requirement no request could meet.
+        detail = "required, but additionalProperties: false forbids it (declared nowhere); not enforced"
+        out.omitted.append(OmittedInput("body_property", path, "contradictory_schema", True, detail))
     props = simple.get("properties") if simple.get("type") == "object" else None
     if simple.get("type") == "object" and not props and top_properties(raw, defs):
         props = {}  # an object whose every property is read-only: nothing to declare, but not a free-form body

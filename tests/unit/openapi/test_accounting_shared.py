@@ -168,8 +168,8 @@ def declared_units(binding: ToolBinding) -> tuple[set[Unit], set[Unit]]:
             declared.add((a.location, a.original_name or ""))
     omitted: set[Unit] = set()
     for o in binding.omitted:
-        if o.reason == "undefined_security_scheme":
-            continue  # not an input of the operation
+        if o.reason in ("undefined_security_scheme", "duplicate_parameter", "contradictory_schema"):
+            continue  # not an input of the operation: a report on the spec
         if o.location == "body_property":
             omitted.add(("body", o.name))
         elif o.location == "body":

@@ -166,7 +166,7 @@ def test_cycle_is_translated_and_inventoried(tickets_path: Path, capsys: pytest.
     tool = json.loads(out)["tools"][0]
     assert "Recursive schema Node" in json.dumps(tool["parameters"])
     code, out, _ = run(["openapi", "inventory", str(tickets_path), "--format", "json"], capsys)
-    rows = {r["operation_id"] or f"{r['method']} {r['path']}": r for r in json.loads(out)}
+    rows = {r["operation_id"] or f"{r['method']} {r['path']}": r for r in json.loads(out)["operations"]}
     assert rows["putTree"]["translatable"] and rows["putTree"]["state_changing"] and rows["putTree"]["deprecated"]
     assert rows["GET /no-id/{x}"]["tool"] == "get_no_id_x"
     assert all(r["translatable"] for r in rows.values())

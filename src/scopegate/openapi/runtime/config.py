@@ -53,9 +53,11 @@ class ToolsetSettings:
     document; ``allow`` the operations to expose (operationIds or ``"METHOD
     /path"``), and/or ``include`` rules that add read-only operations
     (``"GET /repos/**"``, ``"tag:issues"``; ``exclude`` removes, deprecated
-    operations only with ``include_deprecated``). ``base_url`` pins every
-    request to one origin; without it, each operation's first (absolute)
-    server is used. ``credentials`` maps security scheme keys to sources.
+    operations only with ``include_deprecated``). ``base_url`` is the whole
+    base URL every request goes to, path included: it replaces the spec's
+    server URL (``https://staging.example.test/v1`` + ``/orders``), and
+    redirects must stay on its origin and under its path; without it, each
+    operation's first (absolute) server is used. ``credentials`` maps security scheme keys to sources.
     ``policies`` are keyed by operationId (or tool name).
     ``allow_external_refs`` lets ``$ref`` reach other files in the spec's folder
     (never outside it, never the network); ``strict`` refuses to build when a

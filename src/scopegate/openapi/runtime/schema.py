@@ -15,6 +15,12 @@ for the request direction:
 * a ``discriminator`` selects the variant: the value is validated against the
   variant its tag names (JSON Schema's ``oneOf`` alone would accept a value that
   happens to fit another variant);
+* any other ``oneOf`` is checked as ``anyOf`` (at least one branch matches),
+  since overlapping branches would refuse every value that fits two of them
+  (a ``oneOf`` of bare ``required`` lists, "exactly one of a | b", stays);
+* a ``required`` property that ``additionalProperties: false`` forbids (declared
+  nowhere in the object) is not required: no value could satisfy both, and
+  the translator reports it (``contradictory_schema``);
 * back-edges ``{"$ref": "#/$defs/X"}`` and the top-level ``$defs`` are kept.
 
 The result is used with ``jsonschema``'s 2020-12 validator, compiled once.
@@ -28,7 +34,8 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from scopegate.openapi.simplify import deref
+from scopegate.openapi.contradict import forbidden_required
+from scopegate.openapi.simplify import _constraint_only, deref
 
 MAX_PROBLEMS = 10
 MAX_PROBLEM_CHARS = 200
@@ -151,10 +158,28 @@ def to_json_schema(schema: Any, memo: dict[int, Any] | None = None, defs: Mappin
             out["enum"] = [*out["enum"], None]
     required = out.get("required")
     if isinstance(required, list):
-        read_only = _read_only_names(schema, defs)
-        out["required"] = [r for r in required if r not in read_only]
+        dropped = _read_only_names(schema, defs) | set(forbidden_required(schema, defs))
+        out["required"] = [r for r in required if r not in dropped]
     _discriminate(out, schema)
+    _any_branch(out)
     return out
+
+
+def _any_branch(out: dict[str, Any]) -> None:
+    """An undiscriminated ``oneOf`` is checked as ``anyOf``: a value matching at least one branch passes.
+
+    Strict ``oneOf`` refuses a value that fits two overlapping branches (``{id}`` vs ``{id, name}``),
+    which is most values of most real unions: the tool would refuse every call. The request is built
+    from the value as given, whatever branch it fits; only a value that fits no branch is refused.
+    """
+    variants = out.get("oneOf")
+    if not isinstance(variants, list) or all(_constraint_only(v) for v in variants):
+        return  # "exactly one of a | b" (bare required lists) keeps its meaning: the branches do not overlap
+    del out["oneOf"]
+    if isinstance(out.get("anyOf"), list):
+        out["allOf"] = [*(out.get("allOf") or []), {"anyOf": variants}]
+    else:
+        out["anyOf"] = variants
 
 
 def _discriminate(out: dict[str, Any], schema: Mapping[str, Any]) -> None:

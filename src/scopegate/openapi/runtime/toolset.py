@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,14 +26,39 @@ from scopegate.openapi.translate import TranslateOptions, translate
 logger = logging.getLogger("scopegate.openapi")
 
 
-def _base_url(settings: ToolsetSettings, op: Operation) -> str:
+def _base_url(settings: ToolsetSettings, op: Operation, warned: set[str]) -> str:
+    """``base_url`` when set (the whole base URL, path included), else the operation's first absolute server."""
     if settings.base_url:
-        return pin_base_url(settings.base_url)
+        pinned = pin_base_url(settings.base_url)
+        _warn_dropped_path(pinned, op, warned)
+        return pinned
     for server in op.servers:
         url = server.default_url()
         if url.startswith(("http://", "https://")):
             return pin_base_url(url)
     raise ConfigError(f"{op.label}: no absolute server URL in the spec; pass base_url")
+
+
+def _warn_dropped_path(base_url: str, op: Operation, warned: set[str]) -> None:
+    """``base_url`` replaces the server URL, path included: say so when that drops the spec's base path.
+
+    ``base_url: http://127.0.0.1:8080`` read as an origin would lose a server's ``/v1``; the behaviour
+    stays (a config giving the path it wants keeps working), the warning names the URL requests go to.
+    """
+    if urlsplit(base_url).path:
+        return
+    for server in op.servers[:1]:
+        path = urlsplit(server.default_url()).path.rstrip("/")
+        if path and path not in warned:
+            warned.add(path)
+            logger.warning(
+                "openapi base_url %s replaces the spec's server URL %s, path included: requests go to %s/..., "
+                "not under %s (give the path in base_url if the API lives there)",
+                base_url,
+                server.default_url(),
+                base_url,
+                path,
+            )
 
 
 class OperationToolset:
@@ -74,13 +100,14 @@ class OperationToolset:
         registry: dict[str, OperationTool] = {}
         runtime = ToolRuntime(self.client, settings, doc.security_schemes, registry)
         used: set[str] = set()
+        warned: set[str] = set()
         tools: list[OperationTool] = []
         for decl in translation.tools:
             op = decl.operation
             keys = [k for k in (op.operation_id, decl.name, op.key) if k]
             policy = next((settings.policies[k] for k in keys if k in settings.policies), OperationPolicy())
             used.update(k for k in keys if k in settings.policies)
-            tool = OperationTool(decl, runtime, policy, _base_url(settings, op))
+            tool = OperationTool(decl, runtime, policy, _base_url(settings, op, warned))
             tools.append(tool)
             for key in keys:
                 registry[key] = tool
