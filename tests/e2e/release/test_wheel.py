@@ -31,6 +31,7 @@ LAB = {
     "openapi_oracle", "workload", "hostile", "keycloak_node", "keycloak_realm", "cluster",
 }  # fmt: skip
 OLDEST_ADK = "2.12.0"  # pyproject's adk extra: google-adk>=2.12
+NEWEST_HTTPX = "0.29.0"  # the core range: httpx>=0.28,<1
 VERSIONS = ("3.11", "3.12", "3.13")
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -209,11 +210,12 @@ def _fresh_venv(tmp_path: Path, requirements: list[str]) -> tuple[str, dict[str,
 
 
 async def test_mcp_only_install_serves_a_search_tool_without_google_adk(dist: dict[str, Path], tmp_path: Path) -> None:
-    """``pip install "scopegate[mcp]"``: no google-adk in the venv, and a CSV becomes a scoped MCP search tool."""
+    """``pip install "scopegate[mcp]"``: no google-adk in the venv, and a CSV becomes a scoped MCP search tool.
+    httpx at the newest release the range allows (the dev extra runs 0.28)."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
-    vpython, run = _fresh_venv(tmp_path, [f"{dist['wheel']}[mcp]"])
+    vpython, run = _fresh_venv(tmp_path, [f"{dist['wheel']}[mcp]", f"httpx=={NEWEST_HTTPX}"])
     absent = _run([vpython, "-c", "import google.adk"], **run)  # type: ignore[arg-type]
     assert absent.returncode != 0 and "No module named 'google" in absent.stderr
     scopegate = str(Path(vpython).with_name("scopegate"))
