@@ -11,8 +11,9 @@ that each short help here is the command's own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from importlib import import_module
+from typing import Any
 
 import click
 
@@ -61,20 +62,45 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def _load(name: str) -> click.Command:
+    module, attribute, _help = COMMANDS[name]
+    command = getattr(import_module(module), attribute)
+    assert isinstance(command, click.Command)
+    return command
+
+
+class _Commands(MutableMapping[str, click.Command]):
+    """``group.commands`` of the root: every name listed, each command imported when first looked up."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._loaded:
+            if name not in COMMANDS:
+                raise KeyError(name)
+            self._loaded[name] = _load(name)
+        return self._loaded[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._loaded[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._loaded[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted({*COMMANDS, *self._loaded}))
+
+    def __len__(self) -> int:
+        return len({*COMMANDS, *self._loaded})
+
+
 class LazyGroup(Group):
     """The root group: commands imported on first use, listed in help from :data:`COMMANDS`."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(COMMANDS)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        found = COMMANDS.get(cmd_name)
-        if found is None:
-            return None
-        module, attribute, _help = found
-        command = getattr(import_module(module), attribute)
-        assert isinstance(command, click.Command)
-        return command
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: MutableMapping[str, click.Command] = _Commands()
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, help_text) for name, (_m, _a, help_text) in sorted(COMMANDS.items())]
