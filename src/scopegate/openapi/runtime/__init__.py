@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
 from scopegate.openapi.runtime.credentials import Credential, FromProvider, FromState, FromSubject, Secret
+from scopegate.openapi.runtime.declared_auth import DeclaredScheme
 from scopegate.openapi.runtime.http import Timeouts
 from scopegate.openapi.runtime.ownership import HookOwner, LookupOwner, OwnershipQuestion, ResponseOwner, parse_rule
 from scopegate.openapi.runtime.response import ShapeLimits
@@ -19,6 +20,7 @@ from scopegate.openapi.runtime.toolset import OperationToolset
 
 __all__ = [
     "Credential",
+    "DeclaredScheme",
     "FromProvider",
     "FromState",
     "FromSubject",

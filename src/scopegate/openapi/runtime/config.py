@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scopegate.openapi.runtime.credentials import CredentialSource
+from scopegate.openapi.runtime.declared_auth import DeclaredScheme
 from scopegate.openapi.runtime.http import RedirectPolicy, Timeouts
 from scopegate.openapi.runtime.ownership import OwnershipRule, parse_rule
 from scopegate.openapi.runtime.request import RequestLimits
@@ -56,6 +57,8 @@ class ToolsetSettings:
     operations only with ``include_deprecated``). ``base_url`` pins every
     request to one origin; without it, each operation's first (absolute)
     server is used. ``credentials`` maps security scheme keys to sources.
+    ``security_schemes`` declares how a credential is sent where the spec
+    declares none (see :mod:`.declared_auth`); their keys take credentials too.
     ``policies`` are keyed by operationId (or tool name).
     ``allow_external_refs`` lets ``$ref`` reach other files in the spec's folder
     (never outside it, never the network); ``strict`` refuses to build when a
@@ -71,6 +74,7 @@ class ToolsetSettings:
     strict: bool = False
     base_url: str | None = None
     credentials: Mapping[str, CredentialSource] = field(default_factory=dict)
+    security_schemes: Mapping[str, DeclaredScheme] = field(default_factory=dict)
     policies: Mapping[str, OperationPolicy] = field(default_factory=dict)
     timeouts: Timeouts = field(default_factory=Timeouts)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
