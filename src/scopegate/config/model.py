@@ -306,6 +306,15 @@ class SecuritySchemeConfig:
 
 
 @model
+class UploadsConfig:
+    """Multipart and binary request bodies whose files the model names from the session (bounded)."""
+
+    max_file_bytes: Annotated[int, _count(1, 1 << 30, "Largest file sent")] = 10 * 1024 * 1024
+    max_total_bytes: Annotated[int, _count(1, 1 << 31, "All files of one call together")] = 25 * 1024 * 1024
+    max_files: Annotated[int, _count(1, 100, "Files in one call")] = 10
+
+
+@model
 class OpenAPIConfig:
     """An OpenAPI toolset: a pinned spec, an allowlist, and how calls are made."""
 
@@ -338,6 +347,10 @@ class OpenAPIConfig:
         description="Resolve $ref to other files in the spec's folder (never outside it): a multi-file spec's root.",
     )
     strict: Flag = Field(default=False, description="Refuse to start when a tool would not carry one of its inputs.")
+    uploads: UploadsConfig | None = Field(
+        default=None,
+        description="Declare multipart/binary bodies: the model names a session file (ADK artifact, MCP upload).",
+    )
 
 
 # -- auth and identity ------------------------------------------------------------------------
@@ -625,10 +638,20 @@ class HttpConfig:
 
 
 @model
+class UploadsFolderConfig:
+    """Each MCP user's files, under <folder>/<tenant>/<user>/: upload tools send them, resources/list shows them."""
+
+    folder: ConfigPath
+
+
+@model
 class ServerConfig:
     name: Annotated[str, Strict(), Field(min_length=1, max_length=128)] = "scopegate"
     instructions: Text | None = None
     http: HttpConfig = Field(default_factory=HttpConfig)
+    uploads: UploadsFolderConfig | None = Field(
+        default=None, description="Per-user files an OpenAPI upload may name (MCP resources of the caller)."
+    )
     retain_freed_memory_mb: Annotated[int, _count(0, 2047)] | None = Field(
         default=64,
         description="glibc only: freed heap memory the server keeps for the next call instead of returning it "

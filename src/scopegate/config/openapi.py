@@ -35,6 +35,7 @@ from scopegate.openapi.runtime import (
     ToolsetSettings,
 )
 from scopegate.openapi.runtime.credentials import CredentialSource
+from scopegate.openapi.runtime.uploads import UploadLimits
 from scopegate.scope import ScopeKeys
 from scopegate.tools import ScopedTool
 
@@ -150,6 +151,9 @@ def toolset_settings(
         sensitive_fields=defaults.sensitive_fields if cfg.sensitive_fields is None else cfg.sensitive_fields,
         allow_external_refs=cfg.allow_external_refs,
         strict=cfg.strict,
+        uploads=None
+        if cfg.uploads is None
+        else UploadLimits(cfg.uploads.max_file_bytes, cfg.uploads.max_total_bytes, cfg.uploads.max_files),
     )
 
 

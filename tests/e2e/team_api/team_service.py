@@ -10,7 +10,7 @@ Routes (the spec is :data:`TEAM_SPEC`, which declares no security schemes):
 * ``GET /widgets/{id}``: a widget, with the account the credential belongs to (``echo``: and the
   credential itself in a debug field);
 * ``POST /v1/files``: a multipart upload (``file`` + ``purpose``), the shape of OpenAI's createFile;
-* ``PUT /v1/blobs/{name}``: a raw binary body (``application/octet-stream`` or ``image/png``).
+* ``PUT /v1/blobs/{name}``: a raw binary body (``image/png`` or ``image/jpeg``).
 """
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ TEAM_SPEC: dict[str, Any] = {
                 "requestBody": {
                     "required": True,
                     "content": {
-                        "application/octet-stream": {"schema": {"type": "string", "format": "binary"}},
                         "image/png": {"schema": {"type": "string", "format": "binary"}},
+                        "image/jpeg": {"schema": {"type": "string", "format": "binary"}},
                     },
                 },
                 "responses": {"201": {"description": "stored"}},

@@ -15,6 +15,7 @@ from scopegate.openapi.runtime.request import RequestLimits
 from scopegate.openapi.runtime.response import ShapeLimits
 from scopegate.openapi.runtime.retry import RetryPolicy
 from scopegate.openapi.runtime.sensitive import DEFAULT_SENSITIVE_FIELDS
+from scopegate.openapi.runtime.uploads import UploadLimits
 from scopegate.openapi.translate import TranslateOptions
 from scopegate.scope import ScopeKeys
 
@@ -59,6 +60,8 @@ class ToolsetSettings:
     server is used. ``credentials`` maps security scheme keys to sources.
     ``security_schemes`` declares how a credential is sent where the spec
     declares none (see :mod:`.declared_auth`); their keys take credentials too.
+    ``uploads`` turns on multipart and binary request bodies whose files are
+    named by the model and read from the session (see :mod:`.uploads`).
     ``policies`` are keyed by operationId (or tool name).
     ``allow_external_refs`` lets ``$ref`` reach other files in the spec's folder
     (never outside it, never the network); ``strict`` refuses to build when a
@@ -80,6 +83,8 @@ class ToolsetSettings:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     shape: ShapeLimits = field(default_factory=ShapeLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
+    # Multipart and binary bodies whose files the model names from the session (None: refused).
+    uploads: UploadLimits | None = None
     max_response_bytes: int = 1_000_000
     redirects: RedirectPolicy = "same-origin"
     scope_keys: ScopeKeys = field(default_factory=lambda: ScopeKeys(tenant="user_id", user="user_id"))

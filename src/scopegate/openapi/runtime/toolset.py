@@ -62,6 +62,8 @@ class OperationToolset:
         options = settings.translate_options or TranslateOptions()
         if settings.strict:
             options = replace(options, strict=True)
+        if settings.uploads is not None:
+            options = replace(options, file_uploads=True)
         translation = translate(doc, infos, options)
         for decl in translation.tools:
             lost = [o for o in decl.binding.omitted if o.lost]
