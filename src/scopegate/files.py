@@ -41,12 +41,11 @@ class AgentFile:
         return guessed or DEFAULT_CONTENT_TYPE
 
 
-class FileTooLarge(Exception):
-    """The named file is larger than the caller allows (raised before it is read, where the size is known)."""
+@dataclass(frozen=True)
+class TooLarge:
+    """What :meth:`FileSource.load` answers for a file over the limit (not read; its size when known)."""
 
-    def __init__(self, size: int | None) -> None:
-        super().__init__(f"file of {size} bytes is too large" if size is not None else "file is too large")
-        self.size = size
+    size: int | None = None
 
 
 class FileSource(Protocol):
@@ -56,6 +55,6 @@ class FileSource(Protocol):
         """The names a tool may be given (at most a few dozen; for error messages)."""
         ...
 
-    async def load(self, name: str, max_bytes: int) -> AgentFile | None:
-        """The file called ``name``; None when there is none; :class:`FileTooLarge` past ``max_bytes``."""
+    async def load(self, name: str, max_bytes: int) -> AgentFile | TooLarge | None:
+        """The file called ``name``; None when there is none; :class:`TooLarge` past ``max_bytes``."""
         ...

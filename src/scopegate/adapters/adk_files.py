@@ -12,7 +12,7 @@ import logging
 
 from google.adk.tools.tool_context import ToolContext
 
-from scopegate.files import MAX_LISTED_NAMES, AgentFile, FileTooLarge
+from scopegate.files import MAX_LISTED_NAMES, AgentFile, TooLarge
 
 log = logging.getLogger("scopegate.adapters.adk")
 
@@ -30,7 +30,7 @@ class ArtifactFiles:
             return []
         return sorted(str(n) for n in names)[:MAX_LISTED_NAMES]
 
-    async def load(self, name: str, max_bytes: int) -> AgentFile | None:
+    async def load(self, name: str, max_bytes: int) -> AgentFile | TooLarge | None:
         try:
             part = await self._context.load_artifact(name)
         except ValueError:  # no artifact service configured
@@ -45,5 +45,5 @@ class ArtifactFiles:
             log.info("artifact %r has neither inline data nor text; it cannot be uploaded", name)
             return None
         if len(data) > max_bytes:
-            raise FileTooLarge(len(data))
+            return TooLarge(len(data))
         return AgentFile(name, data, mime)

@@ -42,7 +42,7 @@ from scopegate.config.builder import ToolApp
 from scopegate.config.declarations import requires_confirmation
 from scopegate.context import CallContext, SubjectToken
 from scopegate.errors import BAD_ARGUMENTS, INSUFFICIENT_SCOPE, INTERNAL, NO_SCOPE, ConfigError, tool_error
-from scopegate.files import FileTooLarge
+from scopegate.files import TooLarge
 from scopegate.identity.scopes import ToolScopes
 from scopegate.scope import ScopeKeys
 from scopegate.server import confirm
@@ -210,10 +210,9 @@ class ScopegateMcpServer:
     ) -> types.ReadResourceResult:
         files = self._caller_files(ctx)
         uri = str(params.uri)
-        try:
-            got = await files.load(uri, MAX_RESOURCE_BYTES) if files is not None else None
-        except FileTooLarge:
-            raise MCPError(types.INVALID_PARAMS, "this file is too large to read as a resource") from None
+        got = await files.load(uri, MAX_RESOURCE_BYTES) if files is not None else None
+        if isinstance(got, TooLarge):
+            raise MCPError(types.INVALID_PARAMS, "this file is too large to read as a resource")
         if got is None:
             raise MCPError(types.INVALID_PARAMS, "no such resource for this user")
         blob = base64.b64encode(got.data).decode("ascii")

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from scopegate.files import MAX_LISTED_NAMES, AgentFile, FileSource, FileTooLarge
+from scopegate.files import MAX_LISTED_NAMES, AgentFile, FileSource, TooLarge
 from scopegate.identity.model import Identity
 
 URI_PREFIX = "scopegate://uploads/"
@@ -79,7 +79,7 @@ class UserUploads:
         """(name, size) of every file, for ``resources/list``."""
         return await asyncio.to_thread(self._listing)
 
-    async def load(self, name: str, max_bytes: int) -> AgentFile | None:
+    async def load(self, name: str, max_bytes: int) -> AgentFile | TooLarge | None:
         plain = plain_name(name)
         if plain is None:
             return None
@@ -103,7 +103,7 @@ class UserUploads:
     def _names(self) -> list[str]:
         return [name for name, _ in self._listing()][:MAX_LISTED_NAMES]
 
-    def _read(self, name: str, max_bytes: int) -> AgentFile | None:
+    def _read(self, name: str, max_bytes: int) -> AgentFile | TooLarge | None:
         try:
             folder = os.open(self.folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         except OSError:
@@ -113,15 +113,14 @@ class UserUploads:
                 fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
             except OSError:
                 return None
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+                os.close(fd)
+                return TooLarge(info.st_size) if stat.S_ISREG(info.st_mode) else None
             with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    return None
-                if info.st_size > max_bytes:
-                    raise FileTooLarge(info.st_size)
                 data = handle.read(max_bytes + 1)
             if len(data) > max_bytes:
-                raise FileTooLarge(len(data))
+                return TooLarge(len(data))
         finally:
             os.close(folder)
         guessed, _ = mimetypes.guess_type(name, strict=False)

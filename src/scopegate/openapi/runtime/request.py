@@ -326,8 +326,7 @@ class RequestBuilder:
                     file_names[self.upload.inputs[am.argument].part] = self.upload.names(am.argument, value)
                 except ArgumentsInvalid as exc:
                     errs.extend(exc.problems)
-                    continue
-                if am.location == "body_property":
+                if am.location == "body_property":  # the schema check sees a file here, not the name
                     body_obj[am.original_name or am.argument] = self.upload.placeholder(am.argument)
                 continue
             if am.location == "body_property":

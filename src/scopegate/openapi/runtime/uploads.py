@@ -30,7 +30,7 @@ from scopegate.files import (
     MAX_LISTED_NAMES,
     AgentFile,
     FileSource,
-    FileTooLarge,
+    TooLarge,
 )
 from scopegate.openapi.model import MediaType, ToolBinding
 from scopegate.openapi.simplify import deref
@@ -145,13 +145,8 @@ class UploadPlan:
         loaded: list[tuple[str, AgentFile]] = []
         total = 0
         for part, name in wanted:
-            try:
-                got = await files.load(name, self.limits.max_file_bytes)
-            except FileTooLarge:
-                got, too_large = None, True
-            else:
-                too_large = got is not None and len(got.data) > self.limits.max_file_bytes
-            if too_large:
+            got = await files.load(name, self.limits.max_file_bytes)
+            if isinstance(got, TooLarge) or (got is not None and len(got.data) > self.limits.max_file_bytes):
                 return tool_error(
                     FILE_TOO_LARGE,
                     f"The file {name!r} is larger than {self.limits.max_file_bytes} bytes; nothing was sent.",
