@@ -206,3 +206,31 @@ def test_the_uploads_folder_shows_each_user_only_their_own_regular_files(tmp_pat
     dotted = folder.for_identity(Identity(tenant="..", user=".."))
     assert dotted is None
     assert plain_name("a/b") is None and plain_name("scopegate://uploads/x%20y") == "x y"
+
+
+def test_a_swagger2_form_file_parameter_is_a_file_name() -> None:
+    spec = {
+        "swagger": "2.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/pet/{petId}/uploadImage": {
+                "post": {
+                    "operationId": "uploadFile",
+                    "consumes": ["multipart/form-data"],
+                    "parameters": [
+                        {"name": "petId", "in": "path", "required": True, "type": "integer"},
+                        {"name": "additionalMetadata", "in": "formData", "type": "string"},
+                        {"name": "file", "in": "formData", "type": "file", "required": True},
+                    ],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    settings = ToolsetSettings(spec=spec, allow=("uploadFile",), base_url="http://127.0.0.1:9", uploads=UploadLimits())
+    toolset = OperationToolset(settings)
+    built = toolset.tools[0].builder.build({"petId": 1, "file": "a.png", "additionalMetadata": "m"})
+    assert built.path == "/pet/1/uploadImage"
+    assert built.upload is not None and built.upload.files == (("file", ("a.png",)),)
+    assert built.upload.fields == (("additionalMetadata", "m"),)
+    asyncio.run(toolset.aclose())
