@@ -237,13 +237,12 @@ def encode_multipart(parts: Sequence[tuple[str, bytes, str | None, str | None]])
         marker = boundary.encode("ascii")
         if not any(marker in data for _, data, _, _ in parts):
             break
-    out = bytearray()
+    chunks: list[bytes] = []  # joined once: the body is the only copy of the files' bytes
     for name, data, ctype, filename in parts:
-        out += b"--" + marker + b"\r\n"
         disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
-        out += f"Content-Disposition: {disposition}\r\n".encode()
+        head = f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
         if ctype:
-            out += f"Content-Type: {ctype}\r\n".encode()
-        out += b"\r\n" + data + b"\r\n"
-    out += b"--" + marker + b"--\r\n"
-    return bytes(out), f"{MULTIPART_FORM}; boundary={boundary}"
+            head += f"Content-Type: {ctype}\r\n"
+        chunks += [(head + "\r\n").encode(), data, b"\r\n"]
+    chunks.append(b"--" + marker + b"--\r\n")
+    return b"".join(chunks), f"{MULTIPART_FORM}; boundary={boundary}"
