@@ -9,7 +9,8 @@ Routes (the spec is :data:`TEAM_SPEC`, which declares no security schemes):
 
 * ``GET /widgets/{id}``: a widget, with the account the credential belongs to (``echo``: and the
   credential itself in a debug field);
-* ``POST /v1/files``: a multipart upload (``file`` + ``purpose``), the shape of OpenAI's createFile;
+* ``POST /files`` (or ``/v1/files``: the spec's server path, whether or not the base URL keeps it):
+  a multipart upload (``file`` + ``purpose``), the shape of OpenAI's createFile;
 * ``PUT /v1/blobs/{name}``: a raw binary body (``image/png`` or ``image/jpeg``).
 """
 
@@ -193,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
         account = self._account(seen)
         if account is None:
             return
-        if seen.path != "/v1/files":
+        if seen.path not in ("/files", "/v1/files"):
             self._send(404, {"error": "no such route"})
             return
         files = [p for p in seen.parts if p["filename"] is not None]

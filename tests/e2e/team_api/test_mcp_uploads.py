@@ -45,7 +45,7 @@ def server(team: RunningTeam, tmp_path: Path, shared: Callable[..., Path]) -> It
             {
                 "name": "files",
                 "spec": str(shared("openapi", "openai-openapi.yaml")),
-                "base_url": team.base_url + "/v1",
+                "base_url": team.base_url,
                 "allow": ["createFile"],
                 "credentials": {"ApiKeyAuth": {"env": "TEAM_OPENAI_KEY"}},
                 "policies": {"createFile": {"confirm": False}},
