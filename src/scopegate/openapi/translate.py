@@ -495,7 +495,11 @@ def _body_arguments(
     if body is None or not body.content:
         return None, ""
     media = choose_media(body.content, opts.body_media_preference, file_uploads=opts.file_uploads)
-    if media is not None and upload_kind(media.media_type, media.schema) == "binary":
+    if (
+        media is not None
+        and body_kind(media.media_type, media.schema) is None
+        and upload_kind(media.media_type, media.schema) == "binary"
+    ):  # only chosen with file_uploads: a JSON or text body is never a file
         schema = file_argument_schema(None, body.description, "one", body_types(body.content))
         out.add_file("body", "body", schema, body.required or op.method in _BODY_METHODS)
         return media, ""

@@ -234,3 +234,27 @@ def test_a_swagger2_form_file_parameter_is_a_file_name() -> None:
     assert built.upload is not None and built.upload.files == (("file", ("a.png",)),)
     assert built.upload.fields == (("additionalMetadata", "m"),)
     asyncio.run(toolset.aclose())
+
+
+@pytest.mark.parametrize("uploads", [None, UploadLimits()])
+def test_a_json_body_is_never_a_file_even_with_a_binary_format(uploads: UploadLimits | None) -> None:
+    spec = {
+        "openapi": "3.0.0",
+        "info": {"title": "t", "version": "1"},
+        "paths": {
+            "/x": {
+                "post": {
+                    "operationId": "x",
+                    "requestBody": {
+                        "required": True,
+                        "content": {"application/json": {"schema": {"type": "string", "format": "binary"}}},
+                    },
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    toolset = OperationToolset(ToolsetSettings(spec=spec, allow=("x",), base_url="http://127.0.0.1:9", uploads=uploads))
+    assert toolset.tools[0].declaration.binding.file_inputs == ()
+    assert toolset.tools[0].builder.build({"body": "abc"}).body == b'"abc"'
+    asyncio.run(toolset.aclose())
