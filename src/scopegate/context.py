@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from scopegate.files import FileSource
 
 
 class SubjectToken:
@@ -70,3 +73,5 @@ class CallContext:
     extra: Mapping[str, Any] = field(default_factory=dict)
     # The caller's bearer token, when the adapter has one (see SubjectToken); never part of scope.
     subject_token: SubjectToken | None = field(default=None, repr=False, compare=False)
+    # The session's files a tool may upload (ADK artifacts, an MCP user's uploads); the model only names one.
+    files: FileSource | None = field(default=None, repr=False, compare=False)

@@ -36,6 +36,7 @@ from google.adk.tools.base_toolset import BaseToolset, ToolPredicate
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
+from scopegate.adapters.adk_files import ArtifactFiles
 from scopegate.adapters.adk_scope import (
     ScopePolicy,
     check_policy,
@@ -91,7 +92,8 @@ def call_context(
     decision (ADK sets ``tool_confirmation`` only when it resumes a call that
     asked for one); for tools that never ask, it stays ``None``. The run's
     bearer token (see :func:`~scopegate.adapters.adk_scope.presented_token`)
-    reaches the tool as ``subject_token``, unverified, never in ``state``.
+    reaches the tool as ``subject_token``, unverified, never in ``state``. The session's
+    artifacts are the files an upload may name (``files``, see :mod:`.adk_files`).
     """
     confirmed: bool | None = None
     if with_confirmation:
@@ -107,6 +109,7 @@ def call_context(
         confirmed=confirmed,
         extra={"scope_source": resolved.source},
         subject_token=SubjectToken(token) if token is not None else None,
+        files=ArtifactFiles(tool_context),
     )
 
 

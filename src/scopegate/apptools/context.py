@@ -132,6 +132,7 @@ class Siblings:
             session_id=self._call.session_id,
             confirmed=True if tool.requires_confirmation else None,
             extra=extra,
+            files=self._call.files,  # the caller's own files, for a sibling that uploads
         )
         outcome = await tool.run(args, ctx)
         step: dict[str, Any] = {"tool": name, "outcome": "ok" if outcome.ok else outcome.error_code}

@@ -44,6 +44,8 @@ def credential_provider(cfg: CredentialConfig, where: str, environ: Mapping[str,
         return FromState(cfg.state_key, cfg.username_state_key)
     if cfg.env is not None:
         return Fixed(Credential(Secret(required_env(cfg.env, where, environ))))
+    if cfg.exchange is not None or cfg.per_identity is not None:
+        raise ConfigError(f"{where}: an app tool's credential comes from env, state_key or username_env/password_env")
     assert cfg.username_env is not None and cfg.password_env is not None  # CredentialConfig checked it
     password = required_env(cfg.password_env, where, environ)
     return Fixed(Credential(Secret(password), username=required_env(cfg.username_env, where, environ)))

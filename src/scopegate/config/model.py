@@ -78,6 +78,9 @@ EnvName = Annotated[str, Strict(), Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 Url = Annotated[str, Strict(), Field(pattern=r"^https?://", max_length=2048)]
 UrlPath = Annotated[str, Strict(), Field(pattern=r"^/[A-Za-z0-9/_-]*$")]
 Flag = Annotated[bool, Strict()]
+ModuleAttribute = Annotated[
+    str, Strict(), Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$", max_length=256)
+]
 
 
 def _count(low: int, high: int, description: str | None = None) -> Any:
@@ -236,9 +239,39 @@ class ExchangeConfig:
         return self
 
 
+IdentityName = Annotated[
+    str,
+    Strict(),
+    Field(pattern=r"^[^/\s]{1,256}(/[^/\s]{1,256})?$", description="'tenant/user', or 'tenant' (no user)."),
+]
+
+
+@model
+class PerIdentityConfig:
+    """The caller's own secret, chosen by the identity that authenticated the call (exact match only)."""
+
+    env: Mapping[IdentityName, EnvName] | None = Field(
+        default=None, description="identity -> environment variable holding its secret (read at start-up)."
+    )
+    file: ConfigPath | None = Field(
+        default=None,
+        description="A file {secrets: {identity: secret | {username, password}}}, readable by its owner only.",
+    )
+    function: ModuleAttribute | None = Field(
+        default=None, description="'package.module:attribute' of fn(tenant, user) -> secret, (user, password) or None."
+    )
+
+    @model_validator(mode="after")
+    def _one_store(self) -> PerIdentityConfig:
+        if sum(x is not None for x in (self.env, self.file, self.function)) != 1:
+            raise ValueError("give one store: env, file or function")
+        return self
+
+
 @model
 class CredentialConfig:
-    """Where a security scheme's secret comes from: the environment (service), session state, or token exchange."""
+    """Where a security scheme's secret comes from: the environment (service), session state, token exchange,
+    or a per-identity store."""
 
     env: EnvName | None = Field(default=None, description="Environment variable holding the token or API key.")
     username_env: EnvName | None = Field(default=None, description="HTTP basic: variable holding the user name.")
@@ -248,13 +281,49 @@ class CredentialConfig:
     exchange: ExchangeConfig | None = Field(
         default=None, description="The signed-in user's token for this API, by token exchange (needs auth.provider)."
     )
+    per_identity: PerIdentityConfig | None = Field(
+        default=None, description="Each caller's own secret, chosen by its verified identity (no provider needed)."
+    )
 
     @model_validator(mode="after")
     def _one_source(self) -> CredentialConfig:
-        sources = [s for s in (self.env, self.state_key, self.username_env, self.exchange) if s is not None]
+        given = (self.env, self.state_key, self.username_env, self.exchange, self.per_identity)
+        sources = [s for s in given if s is not None]
         if len(sources) != 1 or (self.username_env is None) != (self.password_env is None):
-            raise ValueError("give one source: env, state_key, exchange, or username_env + password_env (HTTP basic)")
+            raise ValueError(
+                "give one source: env, state_key, exchange, per_identity, or username_env + password_env (HTTP basic)"
+            )
         return self
+
+
+@model
+class SecuritySchemeConfig:
+    """How a credential is sent to operations the spec gives no security (the pinned spec is not edited)."""
+
+    type: Literal["bearer", "basic", "api_key"] = Field(
+        description="bearer and basic go in Authorization; api_key goes in the named header, query or cookie."
+    )
+    header: Key | None = None
+    query: Key | None = None
+    cookie: Key | None = None
+
+    @model_validator(mode="after")
+    def _one_place(self) -> SecuritySchemeConfig:
+        places = sum(p is not None for p in (self.header, self.query, self.cookie))
+        if self.type == "api_key" and places != 1:
+            raise ValueError("an api_key is sent in exactly one of: header, query, cookie")
+        if self.type != "api_key" and places:
+            raise ValueError(f"a {self.type} credential goes in Authorization: give no header, query or cookie")
+        return self
+
+
+@model
+class UploadsConfig:
+    """Multipart and binary request bodies whose files the model names from the session (bounded)."""
+
+    max_file_bytes: Annotated[int, _count(1, 1 << 30, "Largest file sent")] = 10 * 1024 * 1024
+    max_total_bytes: Annotated[int, _count(1, 1 << 31, "All files of one call together")] = 25 * 1024 * 1024
+    max_files: Annotated[int, _count(1, 100, "Files in one call")] = 10
 
 
 @model
@@ -271,6 +340,10 @@ class OpenAPIConfig:
     )
     policies: Mapping[str, PolicyConfig] = Field(default_factory=dict)
     credentials: Mapping[str, CredentialConfig] = Field(default_factory=dict)
+    security_schemes: Mapping[Key, SecuritySchemeConfig] = Field(
+        default_factory=dict,
+        description="Schemes for operations the spec declares no security for; give their credentials too.",
+    )
     confirm: Literal["state_changing", "always"] = Field(
         default="state_changing",
         description="Which calls need the user's approval (default state_changing); a policy's confirm wins.",
@@ -290,6 +363,10 @@ class OpenAPIConfig:
         description="Resolve $ref to other files in the spec's folder (never outside it): a multi-file spec's root.",
     )
     strict: Flag = Field(default=False, description="Refuse to start when a tool would not carry one of its inputs.")
+    uploads: UploadsConfig | None = Field(
+        default=None,
+        description="Declare multipart/binary bodies: the model names a session file (ADK artifact, MCP upload).",
+    )
 
 
 # -- auth and identity ------------------------------------------------------------------------
@@ -481,11 +558,6 @@ class StateKeys:
     groups: Key | None = None
 
 
-ModuleAttribute = Annotated[
-    str, Strict(), Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$", max_length=256)
-]
-
-
 @model
 class ScopeConfig:
     """Where tools find the caller's scope (see docs/deployment-adk.md for the ADK serving modes)."""
@@ -582,10 +654,20 @@ class HttpConfig:
 
 
 @model
+class UploadsFolderConfig:
+    """Each MCP user's files, under <folder>/<tenant>/<user>/: upload tools send them, resources/list shows them."""
+
+    folder: ConfigPath
+
+
+@model
 class ServerConfig:
     name: Annotated[str, Strict(), Field(min_length=1, max_length=128)] = "scopegate"
     instructions: Text | None = None
     http: HttpConfig = Field(default_factory=HttpConfig)
+    uploads: UploadsFolderConfig | None = Field(
+        default=None, description="Per-user files an OpenAPI upload may name (MCP resources of the caller)."
+    )
     retain_freed_memory_mb: Annotated[int, _count(0, 2047)] | None = Field(
         default=64,
         description="glibc only: freed heap memory the server keeps for the next call instead of returning it "

@@ -2,20 +2,31 @@
 
 The config is translated into the runtime's own :class:`ToolsetSettings` (the object a Python
 user passes), so both build the same tools. Service credentials come from the environment, read
-once at start-up; per-user credentials from session state or from token exchange at the identity
-provider (``exchange``); the MCP client's own ``Authorization`` header is never sent downstream.
+once at start-up; per-user credentials from session state, from token exchange at the identity
+provider (``exchange``) or from a per-identity store (``per_identity``: the verified caller's own
+secret, no provider needed); the MCP client's own ``Authorization`` header is never sent downstream.
+``security_schemes`` says how a credential is sent where the pinned spec declares none.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
-from scopegate.config.model import CredentialConfig, OpenAPIConfig, PolicyConfig
+from scopegate.config.model import (
+    CredentialConfig,
+    OpenAPIConfig,
+    PerIdentityConfig,
+    PolicyConfig,
+    SecuritySchemeConfig,
+)
 from scopegate.errors import ConfigError
+from scopegate.identity.secrets import IdentitySecrets
 from scopegate.openapi.runtime import (
+    DeclaredScheme,
     FromProvider,
     FromState,
     FromSubject,
@@ -24,6 +35,7 @@ from scopegate.openapi.runtime import (
     ToolsetSettings,
 )
 from scopegate.openapi.runtime.credentials import CredentialSource
+from scopegate.openapi.runtime.uploads import UploadLimits
 from scopegate.scope import ScopeKeys
 from scopegate.tools import ScopedTool
 
@@ -55,12 +67,37 @@ def credential_source(
         if identity is None:
             raise ConfigError(f"{where}.exchange: token exchange needs auth.provider")
         return FromSubject(identity.exchanger(cfg.exchange, scope_keys or ScopeKeys(), f"{where}.exchange"))
+    if cfg.per_identity is not None:
+        return FromSubject(per_identity_secrets(cfg.per_identity, f"{where}.per_identity", environ, scope_keys))
     if cfg.env is not None:
         secret = required_env(cfg.env, where, environ)
         return FromProvider(lambda _ctx, _scheme: secret)
     assert cfg.username_env is not None and cfg.password_env is not None  # CredentialConfig checked it
     pair = (required_env(cfg.username_env, where, environ), required_env(cfg.password_env, where, environ))
     return FromProvider(lambda _ctx, _scheme: pair)
+
+
+def per_identity_secrets(
+    cfg: PerIdentityConfig, where: str, environ: Mapping[str, str], scope_keys: ScopeKeys | None
+) -> IdentitySecrets:
+    """The per-identity store this config names: environment variables, a mode-checked file, or a callable."""
+    if cfg.env is not None:
+        return IdentitySecrets.from_env(cfg.env, environ, scope_keys=scope_keys, label=f"{where}.env")
+    if cfg.file is not None:
+        return IdentitySecrets.from_file(cfg.file, scope_keys=scope_keys, label=f"{where}.file")
+    assert cfg.function is not None  # PerIdentityConfig checked it
+    module_name, _, attribute = cfg.function.partition(":")
+    try:
+        found = getattr(importlib.import_module(module_name), attribute)
+    except Exception as exc:  # the application's module, reported where it is named
+        raise ConfigError(f"{where}.function: cannot load {cfg.function}: {type(exc).__name__}: {exc}") from exc
+    if not callable(found):
+        raise ConfigError(f"{where}.function: {cfg.function} is not callable")
+    return IdentitySecrets.from_function(found, scope_keys=scope_keys, label=f"{where}.function")
+
+
+def declared_scheme(cfg: SecuritySchemeConfig) -> DeclaredScheme:
+    return DeclaredScheme(cfg.type, header=cfg.header, query=cfg.query, cookie=cfg.cookie)
 
 
 def operation_policy(cfg: PolicyConfig) -> OperationPolicy:
@@ -103,6 +140,7 @@ def toolset_settings(
         defaults,
         base_url=cfg.base_url,
         credentials=credentials,
+        security_schemes={key: declared_scheme(raw) for key, raw in cfg.security_schemes.items()},
         policies={key: operation_policy(raw) for key, raw in cfg.policies.items()},
         timeouts=timeouts,
         retry=retry,
@@ -113,6 +151,9 @@ def toolset_settings(
         sensitive_fields=defaults.sensitive_fields if cfg.sensitive_fields is None else cfg.sensitive_fields,
         allow_external_refs=cfg.allow_external_refs,
         strict=cfg.strict,
+        uploads=None
+        if cfg.uploads is None
+        else UploadLimits(cfg.uploads.max_file_bytes, cfg.uploads.max_total_bytes, cfg.uploads.max_files),
     )
 
 

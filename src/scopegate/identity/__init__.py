@@ -16,7 +16,9 @@
 * Per-user downstream credentials (:class:`TokenExchanger`): RFC 8693 token
   exchange for a downstream API, down-scoped, checked against the call's
   scope, cached per user until expiry; used through
-  :class:`scopegate.openapi.runtime.FromSubject` by both adapters.
+  :class:`scopegate.openapi.runtime.FromSubject` by both adapters. Without a
+  provider, :class:`IdentitySecrets` (:mod:`.secrets`) picks the caller's own
+  credential from a per-identity store (environment, a mode-checked file, a callable).
 * Sources (:mod:`.sources`): where the ADK scope binding gets a verified
   identity: a token (:class:`TokenSource`), a server-side directory
   (:class:`UserDirectory`), a signed session state (:class:`SignedStateSource`),
@@ -37,6 +39,7 @@ from scopegate.identity.jwt_verify import JwtVerifier
 from scopegate.identity.model import Identity
 from scopegate.identity.provider import Provider, ProviderMetadata, ProviderSettings
 from scopegate.identity.scopes import ToolScopes
+from scopegate.identity.secrets import IdentitySecrets
 from scopegate.identity.signing import ENV_SIGNING_KEYS, SIGNED_SCOPE_KEY, KeyRing, SignatureInvalid, SigningKey
 from scopegate.identity.sources import (
     FunctionSource,
@@ -59,6 +62,7 @@ __all__ = [
     "FunctionSource",
     "Identity",
     "IdentityRequest",
+    "IdentitySecrets",
     "IdentitySource",
     "Introspector",
     "JwtVerifier",

@@ -362,6 +362,8 @@ class ToolBinding:
     body_schema: JsonSchema | None = None
     body_required: bool = False
     omitted: tuple[OmittedInput, ...] = ()
+    # Arguments that name a file of the session to upload (multipart file parts, a binary body).
+    file_inputs: tuple[str, ...] = ()
 
     def argument(self, name: str) -> ArgumentMap:
         for arg in self.arguments:

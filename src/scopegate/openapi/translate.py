@@ -72,6 +72,14 @@ from scopegate.openapi.simplify import (
     merge_all_of,
     top_properties,
 )
+from scopegate.openapi.uploads import (
+    MULTIPART_FORM,
+    body_types,
+    file_argument_schema,
+    file_shape,
+    part_types,
+    upload_kind,
+)
 
 if TYPE_CHECKING:
     from google.genai import types as genai_types
@@ -143,6 +151,9 @@ class TranslateOptions:
     recursion_depth: int = 1
     # Fail (TranslationError naming it) on any input the tool does not carry, optional ones too.
     strict: bool = False
+    # Declare multipart/form-data and binary bodies, their files as names of the session's files
+    # (see scopegate.openapi.uploads); a toolset with upload settings turns this on.
+    file_uploads: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,8 +241,13 @@ class Translation:
         raise UnknownNameError("operation", label)
 
 
-def choose_media(content: Sequence[MediaType], preference: Sequence[str]) -> MediaType | None:
-    """The media type to send: the first preferred one, else a JSON-like one, else any sendable; else None."""
+def choose_media(
+    content: Sequence[MediaType], preference: Sequence[str], *, file_uploads: bool = False
+) -> MediaType | None:
+    """The media type to send: the first preferred one, else a JSON-like one, else any sendable; else None.
+
+    With ``file_uploads``, a multipart or binary body is sendable too, when nothing else is.
+    """
     by_type = {m.media_type.split(";")[0].strip().lower(): m for m in content}
     sendable = {t: m for t, m in by_type.items() if body_kind(t, m.schema) is not None}
     for wanted in preference:
@@ -240,6 +256,8 @@ def choose_media(content: Sequence[MediaType], preference: Sequence[str]) -> Med
     for media_type, media in sendable.items():
         if body_kind(media_type) == "json":
             return media
+    if not sendable and file_uploads:
+        return next((m for t, m in by_type.items() if upload_kind(t, m.schema) is not None), None)
     return next(iter(sendable.values()), None)
 
 
@@ -326,6 +344,8 @@ class _Builder:
         self.required: list[str] = []
         self.arguments: list[ArgumentMap] = []
         self.omitted: list[OmittedInput] = list(op.omitted)
+        # Arguments that name a file of the session (uploads).
+        self.files: list[str] = []
 
     def add(
         self, original: str, location: ArgumentLocation, schema: dict[str, Any], is_required: bool, sensitive: bool
@@ -337,6 +357,10 @@ class _Builder:
         self.arguments.append(
             ArgumentMap(arg, location, None if location == "body" else original, is_required, sensitive)
         )
+
+    def add_file(self, original: str, location: ArgumentLocation, schema: dict[str, Any], is_required: bool) -> None:
+        self.add(original, location, schema, is_required, False)
+        self.files.append(self.arguments[-1].argument)
 
     def omit(self, omission: OmittedInput) -> None:
         if omission.lost and omission.required:
@@ -451,6 +475,7 @@ def _translate_once(
         body_schema=media.schema if media is not None else None,
         body_required=bool(body and body.required and media is not None),
         omitted=tuple(out.omitted),
+        file_inputs=tuple(out.files),
     )
     description = tool_description(op, extra_description, opts.max_tool_description)
     return ToolDeclaration(name=name, description=description, parameters=parameters, binding=binding)
@@ -477,7 +502,15 @@ def _body_arguments(
     body = op.request_body
     if body is None or not body.content:
         return None, ""
-    media = choose_media(body.content, opts.body_media_preference)
+    media = choose_media(body.content, opts.body_media_preference, file_uploads=opts.file_uploads)
+    if (
+        media is not None
+        and body_kind(media.media_type, media.schema) is None
+        and upload_kind(media.media_type, media.schema) == "binary"
+    ):  # only chosen with file_uploads: a JSON or text body is never a file
+        schema = file_argument_schema(None, body.description, "one", body_types(body.content))
+        out.add_file("body", "body", schema, body.required or op.method in _BODY_METHODS)
+        return media, ""
     if media is None:
         types = ", ".join(f"{m.media_type} ({body_refusal(m.media_type, m.schema)})" for m in body.content)
         out.omit(OmittedInput("body", "body", "unsupported_media_type", body.required, f"offered: {types}"))
@@ -524,6 +557,12 @@ def _body_arguments(
         if prop_name not in props and any(is_read_only(sub, defs) for sub in subs):
             out.omit(OmittedInput("body_property", prop_name, "read_only"))
     for prop_name, sub in props.items():
+        shape = file_shape(raw_props.get(prop_name), defs) if media_base == MULTIPART_FORM else None
+        if shape is not None:
+            allowed = part_types(media, prop_name, raw_props.get(prop_name), defs)
+            schema = file_argument_schema(prop_name, str(sub.get("description", "")), shape, allowed)
+            out.add_file(prop_name, "body_property", schema, prop_name in body_required)
+            continue
         if media_base == FORM_URLENCODED:
             problem = form_property_problem(
                 prop_name, raw_props.get(prop_name), media.encoding.get(prop_name, {}), defs

@@ -14,13 +14,17 @@ before they get here, this is the second check), builds session state holding
 only the scope, derives the session and cap window, runs the (guarded) tool
 with the caller's token for per-user downstream credentials, and, for tools
 that change state, asks the user first (see :mod:`.confirm`). ``tools/list``
-shows an HTTP caller only the tools its token may call.
+shows an HTTP caller only the tools its token may call. With an uploads folder
+(``server.uploads``), each caller's own files are its resources and what an
+upload tool may name (see :mod:`.uploads`).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import mimetypes
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -31,23 +35,27 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.shared.exceptions import MCPError
 
 from scopegate import __version__
 from scopegate.config.builder import ToolApp
 from scopegate.config.declarations import requires_confirmation
 from scopegate.context import CallContext, SubjectToken
 from scopegate.errors import BAD_ARGUMENTS, INSUFFICIENT_SCOPE, INTERNAL, NO_SCOPE, ConfigError, tool_error
+from scopegate.files import TooLarge
 from scopegate.identity.scopes import ToolScopes
 from scopegate.scope import ScopeKeys
 from scopegate.server import confirm
 from scopegate.server.auth import SUBJECT_KEY, identity_of_user, scopes_of_user
 from scopegate.server.identity import Identity
 from scopegate.server.results import call_result, mcp_tool, unknown_tool
+from scopegate.server.uploads import UploadsFolder, UserUploads, files_of, uri_of
 from scopegate.tools import ScopedTool
 
 log = logging.getLogger("scopegate.server")
 
 MAX_ARGUMENT_CHARS = 64_000
+MAX_RESOURCE_BYTES = 10 * 1024 * 1024  # an uploads-folder file read as a resource
 SESSION_HEADER = "mcp-session-id"
 DEFAULT_INSTRUCTIONS = (
     "Tools of {name}. Every result is limited to the signed-in account; arguments cannot widen it. "
@@ -83,6 +91,7 @@ class ScopegateMcpServer:
         stateful_http: bool = True,
         state_keys: Sequence[bytes] | None = None,
         clock: Callable[[], float] = time.time,
+        uploads: UploadsFolder | None = None,
     ) -> None:
         if transport not in ("stdio", "http"):
             raise ConfigError("transport must be 'stdio' or 'http'")
@@ -104,12 +113,16 @@ class ScopegateMcpServer:
         services = app.identity
         self.scopes = services.scopes if services is not None and transport == "http" else ToolScopes()
         cfg = app.config.server
+        # Each user's files: what upload tools may send, listed to the caller as its resources.
+        self.uploads = uploads or (UploadsFolder(cfg.uploads.folder) if cfg.uploads is not None else None)
         self.server: Server[Any] = Server(
             cfg.name,
             version=__version__,
             instructions=cfg.instructions or DEFAULT_INSTRUCTIONS.format(name=cfg.name),
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources if self.uploads is not None else None,
+            on_read_resource=self._read_resource if self.uploads is not None else None,
         )
         # Seal and verify the multi-round-trip request state (2026-07-28 confirmations),
         # bound to tool + arguments + the caller's exact identity. Replicas share the keys (confirm.state_keys).
@@ -168,9 +181,45 @@ class ScopegateMcpServer:
             confirmed=confirmed,
             extra={"call_id": call_id, "transport": caller.transport},
             subject_token=caller.subject_token,
+            files=files_of(self.uploads, caller.identity),
         )
 
     # -- handlers ---------------------------------------------------------------------
+    def _caller_files(self, ctx: ServerRequestContext[Any, Any]) -> UserUploads | None:
+        identity = self.identity(ctx)
+        if identity is None or self.uploads is None:
+            return None
+        return self.uploads.for_identity(identity)
+
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        files = self._caller_files(ctx)
+        listing = await files.listing() if files is not None else []
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    name=name, uri=uri_of(name), size=size, mime_type=mimetypes.guess_type(name, strict=False)[0]
+                )
+                for name, size in listing
+            ]
+        )
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        files = self._caller_files(ctx)
+        uri = str(params.uri)
+        got = await files.load(uri, MAX_RESOURCE_BYTES) if files is not None else None
+        if isinstance(got, TooLarge):
+            raise MCPError(types.INVALID_PARAMS, "this file is too large to read as a resource")
+        if got is None:
+            raise MCPError(types.INVALID_PARAMS, "no such resource for this user")
+        blob = base64.b64encode(got.data).decode("ascii")
+        return types.ReadResourceResult(
+            contents=[types.BlobResourceContents(uri=uri, mime_type=got.media_type, blob=blob)]
+        )
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:

@@ -8,12 +8,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scopegate.openapi.runtime.credentials import CredentialSource
+from scopegate.openapi.runtime.declared_auth import DeclaredScheme
 from scopegate.openapi.runtime.http import RedirectPolicy, Timeouts
 from scopegate.openapi.runtime.ownership import OwnershipRule, parse_rule
 from scopegate.openapi.runtime.request import RequestLimits
 from scopegate.openapi.runtime.response import ShapeLimits
 from scopegate.openapi.runtime.retry import RetryPolicy
 from scopegate.openapi.runtime.sensitive import DEFAULT_SENSITIVE_FIELDS
+from scopegate.openapi.runtime.uploads import UploadLimits
 from scopegate.openapi.translate import TranslateOptions
 from scopegate.scope import ScopeKeys
 
@@ -58,6 +60,10 @@ class ToolsetSettings:
     server URL (``https://staging.example.test/v1`` + ``/orders``), and
     redirects must stay on its origin and under its path; without it, each
     operation's first (absolute) server is used. ``credentials`` maps security scheme keys to sources.
+    ``security_schemes`` declares how a credential is sent where the spec
+    declares none (see :mod:`.declared_auth`); their keys take credentials too.
+    ``uploads`` turns on multipart and binary request bodies whose files are
+    named by the model and read from the session (see :mod:`.uploads`).
     ``policies`` are keyed by operationId (or tool name).
     ``allow_external_refs`` lets ``$ref`` reach other files in the spec's folder
     (never outside it, never the network); ``strict`` refuses to build when a
@@ -73,11 +79,14 @@ class ToolsetSettings:
     strict: bool = False
     base_url: str | None = None
     credentials: Mapping[str, CredentialSource] = field(default_factory=dict)
+    security_schemes: Mapping[str, DeclaredScheme] = field(default_factory=dict)
     policies: Mapping[str, OperationPolicy] = field(default_factory=dict)
     timeouts: Timeouts = field(default_factory=Timeouts)
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     shape: ShapeLimits = field(default_factory=ShapeLimits)
     request_limits: RequestLimits = field(default_factory=RequestLimits)
+    # Multipart and binary bodies whose files the model names from the session (None: refused).
+    uploads: UploadLimits | None = None
     max_response_bytes: int = 1_000_000
     redirects: RedirectPolicy = "same-origin"
     scope_keys: ScopeKeys = field(default_factory=lambda: ScopeKeys(tenant="user_id", user="user_id"))

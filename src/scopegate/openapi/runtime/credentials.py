@@ -9,7 +9,8 @@ Sources, per security scheme key:
 * :class:`FromSubject` — a per-user credential derived from the caller's own
   verified token (``ctx.subject_token``) by an exchanger: RFC 8693 token
   exchange at the identity provider (:class:`scopegate.identity.TokenExchanger`)
-  or a store keyed by the verified subject. The caller's token itself is never
+  or a store keyed by the verified identity (:class:`scopegate.identity.IdentitySecrets`:
+  environment, a mode-checked file, a callable). The caller's token itself is never
   sent; an exchanger that cannot help raises
   :class:`~scopegate.errors.CredentialUnavailable` and nothing is sent. The MCP
   server and the ADK adapter both fill ``ctx.subject_token``, so one config
@@ -102,8 +103,9 @@ class FromProvider:
 
 
 class SubjectExchanger(Protocol):
-    async def credential_for(self, subject: SubjectToken | None, ctx: CallContext) -> str:
-        """The caller's credential for the API; raises CredentialUnavailable when there is none."""
+    async def credential_for(self, subject: SubjectToken | None, ctx: CallContext) -> str | tuple[str, str]:
+        """The caller's credential for the API (a token, or a user name and password for basic auth);
+        raises CredentialUnavailable when there is none."""
         ...
 
 
@@ -147,8 +149,7 @@ async def _credential(source: CredentialSource, ctx: CallContext, scheme: Securi
         return Credential(Secret(value), username=username)
     if isinstance(source, FromSubject):
         # Raises CredentialUnavailable (a NoCredentials) with the code the model gets; nothing is sent.
-        token = await source.exchanger.credential_for(ctx.subject_token, ctx)
-        return Credential(Secret(token)) if _usable(token) else None
+        return await provided_credential(await source.exchanger.credential_for(ctx.subject_token, ctx))
     return await provided_credential(source.provider(ctx, scheme))
 
 

@@ -43,6 +43,7 @@ from scopegate.errors import (
 from scopegate.openapi.headers import FORBIDDEN_HEADERS
 from scopegate.openapi.model import FORM_URLENCODED, JSON_MEDIA, ArgumentMap, Parameter, ToolBinding
 from scopegate.openapi.runtime.schema import compile_validator, problems
+from scopegate.openapi.runtime.uploads import PendingUpload, UploadLimits, UploadPlan
 from scopegate.openapi.serialize import (
     FormEncoder,
     ParamEncoder,
@@ -104,6 +105,8 @@ class BuiltRequest:
     # Names of headers/query keys holding credentials: never shown by describe().
     secret_headers: frozenset[str] = field(default_factory=frozenset)
     secret_query: frozenset[str] = field(default_factory=frozenset)
+    # Files the model named, still to be read from the session and encoded (see .uploads).
+    upload: PendingUpload | None = None
 
     @property
     def url(self) -> str:
@@ -217,6 +220,7 @@ class RequestBuilder:
         *,
         hidden: Collection[str] = (),
         limits: RequestLimits | None = None,
+        uploads: UploadLimits | None = None,
     ) -> None:
         self.binding = binding
         self.operation = binding.operation
@@ -246,7 +250,11 @@ class RequestBuilder:
         self.sensitive = frozenset(a.argument for a in binding.arguments if a.sensitive)
         media = binding.body_media_type
         self._body_kind = body_kind(media, binding.body_schema) if media is not None else None
-        if media is not None and self._body_kind is None:
+        self.upload: UploadPlan | None = None
+        entry = self.operation.request_body.media(media) if self.operation.request_body and media else None
+        if entry is not None and self._body_kind is None and binding.file_inputs and uploads is not None:
+            self.upload = UploadPlan(binding, entry, uploads)
+        elif media is not None and self._body_kind is None:
             raise UnsupportedOperation(f"{self.operation.label}: request body media type {media!r} is not supported")
         self._validators: dict[str, Draft202012Validator] = {}
         self._encoders: dict[str, ParamEncoder] = {}
@@ -307,9 +315,22 @@ class RequestBuilder:
         body_obj: dict[str, Any] = {}
         whole_body: Any = None
         has_whole_body = False
+        file_names: dict[str, tuple[str, ...]] = {}
 
         for am in self.binding.arguments:
             value = values.get(am.argument)
+            if self.upload is not None and am.argument in self.upload.inputs:
+                if value is None:
+                    if am.required:
+                        errs.append({"field": am.argument, "problem": "is required"})
+                    continue
+                try:
+                    file_names[self.upload.inputs[am.argument].part] = self.upload.names(am.argument, value)
+                except ArgumentsInvalid as exc:
+                    errs.extend(exc.problems)
+                if am.location == "body_property":  # the schema check sees a file here, not the name
+                    body_obj[am.original_name or am.argument] = self.upload.placeholder(am.argument)
+                continue
             if am.location == "body_property":
                 prop_schema = deref(self._body_props.get(am.original_name or "", {}), self._body_defs)
                 nullable = isinstance(prop_schema, Mapping) and _is_nullable(prop_schema)
@@ -345,7 +366,14 @@ class RequestBuilder:
                 errs.append({"field": am.argument, "problem": str(exc)})
 
         body, content_type = None, None
-        if self._body_validator is not None and (has_whole_body or body_obj or self.binding.body_required):
+        upload: PendingUpload | None = None
+        if self.upload is not None:
+            if self.upload.kind == "multipart" and self._body_validator is not None:
+                for where, problem in problems(self._body_validator, body_obj):
+                    errs.append({"field": self._body_field(where), "problem": problem})
+            fields = tuple((k, v) for k, v in body_obj.items() if k not in file_names)
+            upload = PendingUpload(fields=fields, files=tuple(file_names.items()))
+        elif self._body_validator is not None and (has_whole_body or body_obj or self.binding.body_required):
             payload: Any = whole_body if has_whole_body else body_obj
             for where, problem in problems(self._body_validator, payload):
                 errs.append({"field": self._body_field(where), "problem": problem})
@@ -368,6 +396,7 @@ class RequestBuilder:
             content_type=content_type,
             secret_headers=frozenset(parts.secret_headers),
             secret_query=frozenset(parts.secret_query),
+            upload=upload,
         )
 
     # ---------------------------------------------------------------- helpers

@@ -1,7 +1,8 @@
 """One OpenAPI operation as a :class:`scopegate.tools.ScopedTool`.
 
 ``run`` goes: confirmation refused? -> scope and bound arguments from session
-state -> build and validate the request (pure) -> confirmation asked? ->
+state -> build and validate the request (pure) -> read the files it uploads from
+the session (``ctx.files``) -> confirmation asked? ->
 ownership check before the call (lookup or hook) -> credentials -> send with
 timeouts, redirect policy, byte limit and retries where allowed -> map errors
 -> ownership check on the response -> redact secrets -> shape -> result.
@@ -21,7 +22,7 @@ import re
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -134,6 +135,7 @@ class OperationTool:
             base_url,
             hidden=(*policy.bind, *self.reserved_names.shadowed),
             limits=settings.request_limits,
+            uploads=settings.uploads,
         )
         unknown = set(policy.bind) - {a.argument for a in declaration.binding.arguments}
         if unknown:
@@ -244,6 +246,11 @@ class OperationTool:
             built = self._build(args, bound, idempotency_key)
         except ArgumentsInvalid as exc:
             return E.bad_arguments(exc.problems)
+        if built.upload is not None:  # the named files, read and checked before the user is asked
+            attached = await self._attach_files(built, ctx)
+            if isinstance(attached, dict):
+                return attached
+            built = attached
         if self.requires_confirmation and ctx.confirmed is not True:
             return self._confirmation_required(args)
         deadline = started + self.runtime.settings.timeouts.total
@@ -280,6 +287,15 @@ class OperationTool:
         if smuggled:
             raise ArgumentsInvalid(smuggled)
         return built
+
+    async def _attach_files(self, built: BuiltRequest, ctx: CallContext) -> BuiltRequest | dict[str, Any]:
+        plan, pending = self.builder.upload, built.upload
+        assert plan is not None and pending is not None
+        loaded = await plan.load(pending, ctx.files)
+        if isinstance(loaded, dict):
+            return loaded
+        body, content_type = plan.encode(pending, loaded)
+        return replace(built, body=body, content_type=content_type, upload=None)
 
     def _confirmation_required(self, args: Mapping[str, Any]) -> dict[str, Any]:
         return tool_error(

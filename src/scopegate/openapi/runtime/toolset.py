@@ -16,6 +16,7 @@ from scopegate.errors import ConfigError, UnknownNameError
 from scopegate.openapi.loader import load_document
 from scopegate.openapi.model import Operation
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
+from scopegate.openapi.runtime.declared_auth import add_declared_schemes
 from scopegate.openapi.runtime.http import make_client
 from scopegate.openapi.runtime.ownership import LookupOwner
 from scopegate.openapi.runtime.request import pin_base_url
@@ -69,6 +70,7 @@ class OperationToolset:
             raise ConfigError("an OpenAPI toolset needs an allowlist of operations (or include rules)")
         self.settings = settings
         doc = load_document(settings.spec, allow_external_refs=settings.allow_external_refs)
+        add_declared_schemes(doc, settings.security_schemes)
         unknown_schemes = sorted(set(settings.credentials) - set(doc.security_schemes))
         if unknown_schemes:
             # A typo here would otherwise send every request without credentials.
@@ -86,6 +88,8 @@ class OperationToolset:
         options = settings.translate_options or TranslateOptions()
         if settings.strict:
             options = replace(options, strict=True)
+        if settings.uploads is not None:
+            options = replace(options, file_uploads=True)
         translation = translate(doc, infos, options)
         for decl in translation.tools:
             lost = [o for o in decl.binding.omitted if o.lost]
