@@ -214,7 +214,7 @@ class ScopegateMcpServer:
         args: dict[str, Any] = dict(params.arguments or {})
         try:
             size = len(json.dumps(args, ensure_ascii=False, default=str))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             size = MAX_ARGUMENT_CHARS + 1
         if size > MAX_ARGUMENT_CHARS:
             return call_result(
