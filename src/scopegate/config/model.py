@@ -556,6 +556,18 @@ class HttpConfig:
         "request state (confirmations); the first seals, all open, so keys rotate as [old, new] -> [new, old] "
         "-> [new]. Give every replica the same ones. Empty: a random key per process (one replica only).",
     )
+    approvals_path: ConfigPath | None = Field(
+        default=None,
+        description="SQLite file recording the confirmation approvals already used (each approval runs one call), "
+        "shared by every replica that reaches it. Default (neither this nor approvals_redis_url): with "
+        "request_state_keys_env, guards.cache.redis_url when set, else scopegate-approvals.sqlite beside the config "
+        "file; without, the process's memory (its request state opens nowhere else).",
+    )
+    approvals_redis_url: Annotated[str, Strict(), Field(pattern=r"^rediss?://")] | None = Field(
+        default=None,
+        description="Redis recording used approvals instead of a file (SET NX with the state's lifetime); use one "
+        "that does not evict keys (maxmemory-policy noeviction), or an evicted record lets an approval run again.",
+    )
     metrics_port: Annotated[int, _count(0, 65535)] | None = Field(
         default=None, description="Serve metrics_path on this port instead of the MCP port (0: any free port)."
     )

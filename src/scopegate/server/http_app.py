@@ -18,7 +18,9 @@ Routes:
 Replicas: several of these behind one URL serve one client interchangeably
 when the request-state keys are shared (``request_state_keys_env``) and the
 client uses sessionless requests (stateless mode, or protocol 2026-07-28);
-handshake-era sessions live in the process that opened them. Each tenant may
+handshake-era sessions live in the process that opened them. Used approvals
+are recorded where every replica sees them (:mod:`.approvals`), so one
+approval runs one call whichever replicas its copies reach. Each tenant may
 hold at most ``max_sessions_per_tenant`` sessions (:mod:`.sessions`).
 
 The client's ``Authorization`` header stops here: tools receive only the
@@ -49,6 +51,7 @@ from scopegate.config.identity import build_identity, default_resource
 from scopegate.config.model import HttpConfig
 from scopegate.errors import ConfigError
 from scopegate.server import confirm
+from scopegate.server.approvals import build_ledger
 from scopegate.server.auth import BearerBackend, Verifies, bearer_token
 from scopegate.server.identity_metrics import IdentityCollector
 from scopegate.server.mcp_server import ScopegateMcpServer
@@ -97,7 +100,22 @@ def build_http_app(
     metrics = metrics or ServerMetrics()
     metrics.registry.register(IdentityCollector(identity))
     keys = confirm.state_keys(cfg.request_state_keys_env, environ)
-    mcp = ScopegateMcpServer(app, transport="http", events=metrics, stateful_http=not cfg.stateless, state_keys=keys)
+    approvals = build_ledger(
+        shared_keys=bool(cfg.request_state_keys_env),
+        path=cfg.approvals_path,
+        redis_url=cfg.approvals_redis_url,
+        cache_redis_url=app.config.guards.cache.redis_url,
+        config_file=app.config.source,
+    )
+    app.closers.append(approvals.aclose)
+    mcp = ScopegateMcpServer(
+        app,
+        transport="http",
+        events=metrics,
+        stateful_http=not cfg.stateless,
+        state_keys=keys,
+        approvals=approvals,
+    )
     rs = ResourceServer(
         resource=identity.resource or default_resource(cfg),
         authorization_servers=tuple(identity.authorization_servers),
