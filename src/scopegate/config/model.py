@@ -498,7 +498,9 @@ class ScopeConfig:
         "without arguments (adk --extra_plugins).",
     )
     passthrough: tuple[Key, ...] = Field(
-        default=(), description="Non-scope state keys tools may still read when scope is bound or signed."
+        default=(),
+        description="Non-scope state keys tools may still read when scope is bound or signed (never a scope key: "
+        "state_keys and tenant_id, group_ids, user_id are refused).",
     )
 
     @model_validator(mode="after")
@@ -507,6 +509,10 @@ class ScopeConfig:
             raise ValueError("give signing_keys or signing_keys_file, not both")
         if self.source == "signed" and self.signing_keys is None and self.signing_keys_file is None:
             raise ValueError("source 'signed' needs signing_keys or signing_keys_file")
+        keys = self.state_keys
+        clash = [name for name in self.passthrough if name in (keys.tenant, keys.user, keys.groups)]
+        if clash:
+            raise ValueError(f"passthrough names scope keys ({', '.join(clash)}): scope never comes from client state")
         return self
 
 
