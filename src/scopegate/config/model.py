@@ -579,8 +579,26 @@ class HttpConfig:
     )
     metrics_host: NonEmpty = Field(default="127.0.0.1", description="Interface of the metrics_port listener.")
     metrics_token_env: EnvName | None = Field(
-        default=None, description="Environment variable holding a bearer token that /metrics requires."
+        default=None,
+        description="Environment variable holding the bearer token metrics_path requires (metrics_auth 'bearer'; "
+        "a scraper's own token instead of an MCP one).",
     )
+    metrics_auth: Literal["bearer", "none"] = Field(
+        default="bearer",
+        description="Who may read metrics_path: 'bearer' (default): a request with a bearer token, "
+        "metrics_token_env's when set, else any token the MCP endpoint accepts (the same verification); 'none': "
+        "anyone who reaches the listener, only with metrics_port (a listener of its own, on metrics_host). "
+        "metrics_path null turns metrics off.",
+    )
+
+    @model_validator(mode="after")
+    def _open_metrics_on_their_own_port(self) -> HttpConfig:
+        if self.metrics_auth == "none" and self.metrics_path is not None and self.metrics_port is None:
+            raise ValueError(
+                "metrics_auth 'none' needs metrics_port: every MCP client reaches the MCP port, so unauthenticated "
+                "metrics go on a listener of their own (metrics_port, metrics_host)"
+            )
+        return self
 
 
 @model

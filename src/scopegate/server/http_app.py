@@ -10,9 +10,12 @@ Routes:
   for another identity gets 404 for that session.
 * ``GET /.well-known/oauth-protected-resource{path}`` (and at the root): the
   Protected Resource Metadata (RFC 9728), when an authorization server is known.
-* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format; with
-  ``metrics_token_env`` only for that bearer token, with ``metrics_port`` on
-  its own listener (:func:`build_metrics_app`) instead of this one.
+* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format, by
+  default (``metrics_auth: bearer``) only for a bearer token: the one in
+  ``metrics_token_env`` when set, else any token the MCP endpoint accepts;
+  with ``metrics_port`` on its own listener (:func:`build_metrics_app`)
+  instead of this one, where ``metrics_auth: none`` may open it; with
+  ``metrics_path: null`` nowhere.
 * ``GET /healthz``: liveness.
 
 Replicas: several of these behind one URL serve one client interchangeably
@@ -52,7 +55,7 @@ from scopegate.config.model import HttpConfig
 from scopegate.errors import ConfigError
 from scopegate.server import confirm
 from scopegate.server.approvals import build_ledger
-from scopegate.server.auth import BearerBackend, Verifies, bearer_token
+from scopegate.server.auth import MAX_HEADER_CHARS, BearerBackend, Verifies, bearer_token
 from scopegate.server.identity_metrics import IdentityCollector
 from scopegate.server.mcp_server import ScopegateMcpServer
 from scopegate.server.metrics import CONTENT_TYPE, ServerMetrics, exposition
@@ -141,7 +144,7 @@ def build_http_app(
     routes = [Route(cfg.path, endpoint=mcp_endpoint), Route("/healthz", endpoint=healthz, methods=["GET"])]
     routes += rs.routes()
     if cfg.metrics_path and cfg.metrics_port is None:
-        routes.append(metrics_route(cfg, app, metrics, environ))
+        routes.append(metrics_route(cfg, app, metrics, environ, verifier=verifier))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -163,36 +166,66 @@ def build_http_app(
 
 
 def metrics_route(
-    cfg: HttpConfig, app: ToolApp, metrics: ServerMetrics, environ: Mapping[str, str] | None = None
+    cfg: HttpConfig,
+    app: ToolApp,
+    metrics: ServerMetrics,
+    environ: Mapping[str, str] | None = None,
+    *,
+    verifier: Verifies | None = None,
 ) -> Route:
-    """``GET metrics_path``: the Prometheus text, behind ``metrics_token_env``'s bearer token when set."""
+    """``GET metrics_path``: the Prometheus text, for whom ``metrics_auth`` says: a bearer token
+    (``metrics_token_env``'s, else one ``verifier`` accepts) or, with ``none``, anyone reaching it."""
     expected: bytes | None = None
-    if cfg.metrics_token_env is not None:
+    if cfg.metrics_auth == "bearer" and cfg.metrics_token_env is not None:
         value = (os.environ if environ is None else environ).get(cfg.metrics_token_env)
         if not value:
             raise ConfigError(f"server.http.metrics_token_env names {cfg.metrics_token_env}, which is not set")
         expected = value.encode("utf-8")
+    elif cfg.metrics_auth == "bearer" and verifier is None:
+        raise ConfigError("metrics_auth 'bearer' needs metrics_token_env or the MCP endpoint's auth")
+
+    async def allowed(request: Request) -> bool:
+        if cfg.metrics_auth == "none":
+            return True
+        token = bearer_token(request)
+        if token is None or len(token) > MAX_HEADER_CHARS:
+            return False
+        if expected is not None:
+            return hmac.compare_digest(token.encode("utf-8"), expected)
+        assert verifier is not None
+        return (await verifier.verify(token)).token is not None
 
     async def metrics_endpoint(request: Request) -> Response:
-        if expected is not None:
-            given = (bearer_token(request) or "").encode("utf-8")
-            if not hmac.compare_digest(given, expected):
-                return JSONResponse({"error": "a valid bearer token is required"}, status_code=401)
+        if not await allowed(request):
+            return JSONResponse(
+                {"error": "a valid bearer token is required"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
         return Response(exposition(metrics, app.guard), media_type=CONTENT_TYPE)
 
     return Route(cfg.metrics_path or "/metrics", endpoint=metrics_endpoint, methods=["GET"])
 
 
 def build_metrics_app(
-    app: ToolApp, metrics: ServerMetrics, *, http: HttpConfig, environ: Mapping[str, str] | None = None
+    app: ToolApp,
+    metrics: ServerMetrics,
+    *,
+    http: HttpConfig,
+    environ: Mapping[str, str] | None = None,
+    verifier: Verifies | None = None,
 ) -> Starlette:
-    """The listener of ``metrics_port``: ``metrics_path`` only (and ``/healthz``)."""
+    """The listener of ``metrics_port``: ``metrics_path`` only (and ``/healthz``); ``verifier`` defaults to the
+    MCP endpoint's."""
+    if verifier is None and app.identity is not None:
+        verifier = app.identity.verifier
 
     async def healthz(_request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     return Starlette(
-        routes=[metrics_route(http, app, metrics, environ), Route("/healthz", endpoint=healthz, methods=["GET"])]
+        routes=[
+            metrics_route(http, app, metrics, environ, verifier=verifier),
+            Route("/healthz", endpoint=healthz, methods=["GET"]),
+        ]
     )
 
 
@@ -209,7 +242,7 @@ async def serve_http(
         uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level=log_level, lifespan="on", access_log=False))
     ]
     if cfg.metrics_path and cfg.metrics_port is not None:
-        side = build_metrics_app(app, metrics, http=cfg, environ=kwargs.get("environ"))
+        side = build_metrics_app(app, metrics, http=cfg, environ=kwargs.get("environ"), verifier=kwargs.get("verifier"))
         servers.append(
             uvicorn.Server(
                 uvicorn.Config(

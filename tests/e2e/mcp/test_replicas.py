@@ -106,7 +106,7 @@ def replicas(world: World, orders: RunningService) -> Iterator[tuple[ServerProce
     folder = world.folder / "replicas"
     folder.mkdir(exist_ok=True)
     metrics_port = free_port()
-    first = replica_config(world, orders, folder, "a", metrics_port=metrics_port)
+    first = replica_config(world, orders, folder, "a", metrics_port=metrics_port, metrics_auth="none")
     second = replica_config(world, orders, folder, "b", metrics_token_env="SG_METRICS_TOKEN")
     a = start_http_server(first, ENV, log_dir=folder)
     try:
