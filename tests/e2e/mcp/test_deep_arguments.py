@@ -18,6 +18,7 @@ import pytest
 from mcp_harness import (
     HEADERS,
     INIT,
+    ServerProcess,
     World,
     in_thread_http_server,
     opaque_token,
@@ -65,8 +66,8 @@ def scoped_server(world: World, tmp_path_factory: pytest.TempPathFactory) -> Ite
         asyncio.run(app.aclose())
 
 
-def post(conn: http.client.HTTPConnection, body: bytes) -> tuple[int, dict[str, str], Any]:
-    headers = {**HEADERS, "Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2025-11-25"}
+def post(conn: http.client.HTTPConnection, body: bytes, token: str = TOKEN) -> tuple[int, dict[str, str], Any]:
+    headers = {**HEADERS, "Authorization": f"Bearer {token}", "MCP-Protocol-Version": "2025-11-25"}
     conn.request("POST", "/mcp", body=body, headers=headers)
     response = conn.getresponse()
     raw = response.read()
@@ -77,9 +78,18 @@ def test_deeply_nested_arguments_get_a_structured_400_and_the_connection_lives_o
     scoped_server: tuple[str, int],
 ) -> None:
     host, port = scoped_server
+    assert_refused_and_alive(host, port, TOKEN)
+
+
+def test_without_scopes_per_tool_the_transport_refuses_them_the_same_way(world: World, server: ServerProcess) -> None:
+    host, _, port = server.base.removeprefix("http://").partition(":")
+    assert_refused_and_alive(host, int(port), world.tokens["acme"])
+
+
+def assert_refused_and_alive(host: str, port: int, token: str) -> None:
     conn = http.client.HTTPConnection(host, port, timeout=30)
     try:
-        status, headers, raw = post(conn, deep_call(DEPTH))
+        status, headers, raw = post(conn, deep_call(DEPTH), token)
         assert status == 400, raw[:300]
         body = json.loads(raw)
         assert body["jsonrpc"] == "2.0" and body["error"]["code"] == -32700  # JSON-RPC parse error
@@ -87,7 +97,7 @@ def test_deeply_nested_arguments_get_a_structured_400_and_the_connection_lives_o
         assert headers.get("connection", "").lower() != "close"
         sock = conn.sock
         # The next request goes over the same keep-alive connection and is answered.
-        status, _, raw = post(conn, json.dumps(INIT).encode())
+        status, _, raw = post(conn, json.dumps(INIT).encode(), token)
         assert status == 200, raw[:300]
         assert conn.sock is sock and sock is not None
     finally:
