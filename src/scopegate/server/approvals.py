@@ -13,9 +13,10 @@ The ledger must be shared by every process that can open the state:
 
 * one process with its own random key (no ``request_state_keys_env``): its
   memory (state minted here opens nowhere else);
-* replicas: a SQLite file they all reach (``server.http.approvals_path``; by
-  default ``scopegate-approvals.sqlite`` beside the config file, which replicas
-  started from one deployment's config share), or Redis
+* replicas on one host: a SQLite file they all reach (``server.http.approvals_path``;
+  by default ``scopegate-approvals.sqlite`` beside the config file, which
+  replicas started from one deployment's config share). SQLite's locks do not
+  hold over network file systems, so replicas on several hosts use Redis
   (``approvals_redis_url``, else ``guards.cache.redis_url``).
 
 A claim that cannot be recorded refuses the call (fail closed).
@@ -81,6 +82,10 @@ class SqliteLedger:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
+            # WAL: one sync per claim instead of three (the replicas share one host, see the module docstring);
+            # synchronous FULL keeps a claim that was answered on disk through a power loss.
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS used (call_id TEXT PRIMARY KEY, expires_at REAL NOT NULL) WITHOUT ROWID"
             )
@@ -94,11 +99,18 @@ class SqliteLedger:
     def _claim(self, call_id: str, ttl_s: float) -> bool:
         now = self._clock()
         with self._lock:
-            self._db.execute("DELETE FROM used WHERE expires_at < ?", (now,))
+            # One write transaction (one sync to disk): forget expired answers, record this one.
+            self._db.execute("BEGIN IMMEDIATE")
             try:
+                self._db.execute("DELETE FROM used WHERE expires_at < ?", (now,))
                 self._db.execute("INSERT INTO used (call_id, expires_at) VALUES (?, ?)", (call_id, now + ttl_s))
             except sqlite3.IntegrityError:
+                self._db.execute("ROLLBACK")
                 return False
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
             return True
 
     async def claim(self, call_id: str, ttl_s: float) -> bool:

@@ -128,6 +128,7 @@ async def test_an_approval_runs_one_call_and_its_replays_on_either_process_are_r
             assert replayed.is_error, replayed.structured_content
             assert replayed.structured_content["error_code"] == "CONFIRMATION_USED"
             assert replayed.structured_content["retryable"] is False
+        assert orders.state.hits("addOrderNote") == 1  # one approval, one POST /orders/ord_1001/notes
         # A fresh question gets a fresh approval: the ledger refuses copies, not the user's next yes.
         again = await answer(on_b, await ask(on_b))
         assert not again.is_error, again.structured_content
