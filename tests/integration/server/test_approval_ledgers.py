@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,3 +97,33 @@ async def test_a_redis_deployment_uses_the_shared_cache_redis(redis_url: str, tm
         assert await ledger.claim("r-3", 60.0) and not await ledger.claim("r-3", 60.0)
     finally:
         await ledger.aclose()
+
+
+class _Unreachable:
+    async def claim(self, call_id: str, ttl_s: float) -> bool:
+        raise TimeoutError
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_an_approval_that_cannot_be_recorded_is_not_acted_on() -> None:
+    """Fail closed: a ledger that cannot answer refuses the call (retryable), it never lets it run."""
+    from types import SimpleNamespace
+
+    from scopegate.server.mcp_server import McpEvents, ScopegateMcpServer
+
+    outcomes: list[str] = []
+
+    class Events(McpEvents):
+        def confirmation(self, outcome: str) -> None:
+            outcomes.append(outcome)
+
+    server: Any = SimpleNamespace(approvals=_Unreachable(), events=Events())
+    refused = await ScopegateMcpServer._spend(server, "c-1")
+    assert refused is not None and refused["error_code"] == "CONFIRMATION_UNAVAILABLE" and refused["retryable"]
+    server.approvals = MemoryLedger()
+    assert await ScopegateMcpServer._spend(server, "c-1") is None
+    used = await ScopegateMcpServer._spend(server, "c-1")
+    assert used is not None and used["error_code"] == "CONFIRMATION_USED"
+    assert outcomes == ["unavailable", "replayed"]
