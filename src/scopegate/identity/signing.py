@@ -85,8 +85,7 @@ class SignatureInvalid(IdentityError):
     """A signed scope was missing, malformed, altered, expired or issued for another session.
 
     ``reason`` is one of ``missing``, ``malformed``, ``unknown_key``,
-    ``bad_signature``, ``no_expiry``, ``lifetime_too_long``, ``expired``,
-    ``not_yet_valid``, ``bad_identity``.
+    ``bad_signature``, ``expired``, ``not_yet_valid``, ``bad_identity``.
     """
 
     def __init__(self, reason: str, detail: str = "") -> None:
