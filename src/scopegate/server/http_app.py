@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -61,6 +62,8 @@ from scopegate.server.mcp_server import ScopegateMcpServer
 from scopegate.server.metrics import CONTENT_TYPE, ServerMetrics, exposition
 from scopegate.server.resource_server import BearerGate, ResourceServer, ToolInfo
 from scopegate.server.sessions import TenantOfRequest, TenantQuotaSessionManager
+
+log = logging.getLogger("scopegate.server.http")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -182,7 +185,8 @@ def metrics_route(
             raise ConfigError(f"server.http.metrics_token_env names {cfg.metrics_token_env}, which is not set")
         expected = value.encode("utf-8")
     elif cfg.metrics_auth == "bearer" and verifier is None:
-        raise ConfigError("metrics_auth 'bearer' needs metrics_token_env or the MCP endpoint's auth")
+        # No token verifier to share (e.g. the host application authenticates): fail closed, say how to open it.
+        log.warning("metrics_path answers 401 to every request: set server.http.metrics_token_env for the scraper")
 
     async def allowed(request: Request) -> bool:
         if cfg.metrics_auth == "none":
@@ -192,8 +196,7 @@ def metrics_route(
             return False
         if expected is not None:
             return hmac.compare_digest(token.encode("utf-8"), expected)
-        assert verifier is not None
-        return (await verifier.verify(token)).token is not None
+        return verifier is not None and (await verifier.verify(token)).token is not None
 
     async def metrics_endpoint(request: Request) -> Response:
         if not await allowed(request):
