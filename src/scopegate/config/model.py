@@ -565,9 +565,10 @@ class HttpConfig:
     approvals_path: ConfigPath | None = Field(
         default=None,
         description="SQLite file recording the confirmation approvals already used (each approval runs one call), "
-        "shared by the replicas on one host (across hosts use approvals_redis_url). Default (neither this nor approvals_redis_url): with "
-        "request_state_keys_env, guards.cache.redis_url when set, else scopegate-approvals.sqlite beside the config "
-        "file; without, the process's memory (its request state opens nowhere else).",
+        "shared by the replicas on one host (across hosts use approvals_redis_url). Default (neither this nor "
+        "approvals_redis_url): with request_state_keys_env, guards.cache.redis_url when set, else "
+        "scopegate-approvals.sqlite beside the config file; without, the process's memory (its request state "
+        "opens nowhere else).",
     )
     approvals_redis_url: Annotated[str, Strict(), Field(pattern=r"^rediss?://")] | None = Field(
         default=None,
