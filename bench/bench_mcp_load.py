@@ -269,8 +269,11 @@ def summarise(stats: LoadStats, mode: str, clients: int, calls: int, cache_hit_r
     }
 
 
-def _cache_hit_rate(base: str) -> float | None:
-    for line in httpx.get(f"{base}/metrics", timeout=10).text.splitlines():
+def _cache_hit_rate(base: str, token: str) -> float | None:
+    """From /metrics, which wants a bearer token the MCP endpoint accepts (metrics_auth: bearer)."""
+    for line in httpx.get(
+        f"{base}/metrics", headers={"Authorization": f"Bearer {token}"}, timeout=10
+    ).text.splitlines():
         if line.startswith("scopegate_cache_hit_rate "):
             return round(float(line.split()[1]), 3)
     return None
@@ -319,7 +322,8 @@ async def main_async(args: argparse.Namespace) -> int:
             proc, base = start_server(config, folder)
             try:
                 stats = await run_load(f"{base}/mcp", plans_for(tokens, args.clients), args.calls, owner, mode=mode)
-                run = summarise(stats, mode, args.clients, args.calls, _cache_hit_rate(base))
+                scrape = next(iter(tokens.values()))[0]
+                run = summarise(stats, mode, args.clients, args.calls, _cache_hit_rate(base, scrape))
             finally:
                 proc.terminate()
                 proc.wait(timeout=10)

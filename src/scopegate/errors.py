@@ -308,7 +308,7 @@ class SignatureInvalid(IdentityError):
     """A signed scope was missing, malformed, altered, expired or issued for another session.
 
     ``reason`` is one of ``missing``, ``malformed``, ``unknown_key``,
-    ``bad_signature``, ``expired``, ``not_yet_valid``, ``bad_identity``.
+    ``bad_signature``, ``expired``, ``no_expiry``, ``lifetime_too_long``, ``not_yet_valid``, ``bad_identity``.
     """
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -340,6 +340,8 @@ RESPONSE_TOO_LARGE = "RESPONSE_TOO_LARGE"
 CONFIRMATION_REQUIRED = "CONFIRMATION_REQUIRED"
 CONFIRMATION_REJECTED = "CONFIRMATION_REJECTED"
 CONFIRMATION_UNAVAILABLE = "CONFIRMATION_UNAVAILABLE"
+# An approval sent again after it ran its call (MCP 2026-07-28): one approval, one call.
+CONFIRMATION_USED = "CONFIRMATION_USED"
 # The caller's access token lacks the scopes a tool needs (MCP over HTTP; the gate answers 403 first).
 INSUFFICIENT_SCOPE = "INSUFFICIENT_SCOPE"
 

@@ -47,7 +47,7 @@ from google.adk.plugins.base_plugin import BasePlugin
 from scopegate.errors import ConfigError, ScopeTrustWarning
 from scopegate.identity.asgi import MAX_TOKEN_CHARS, current_bearer_token
 from scopegate.identity.model import Identity
-from scopegate.identity.signing import ENV_SIGNING_KEYS, SIGNED_SCOPE_KEY, KeyRing, SignatureInvalid
+from scopegate.identity.signing import DEFAULT_TTL_S, ENV_SIGNING_KEYS, SIGNED_SCOPE_KEY, KeyRing, SignatureInvalid
 from scopegate.identity.sources import IdentityRequest, IdentitySource, SignedStateSource, as_source
 from scopegate.scope import ScopeKeys
 
@@ -113,7 +113,8 @@ class ScopePolicy:
     it). ``declared`` is False for the implicit default, which warns; ``strict``
     makes client state a start-up error. ``passthrough`` names non-scope state
     keys tools may still read from session state when scope is bound or signed
-    (they are client-writable: never scope or credentials).
+    (they are client-writable: never scope or credentials); naming one of the
+    scope keys there is a :class:`ConfigError`.
     """
 
     source: Source = "state"
@@ -128,6 +129,7 @@ class ScopePolicy:
             raise ConfigError("signed scope needs a key ring (KeyRing.from_env() or KeyRing.parse(...))")
         if self.source not in ("state", "binding", "signed"):
             raise ConfigError(f"scope source must be state, binding or signed, not {self.source!r}")
+        check_passthrough(self.passthrough, [self.keys, BINDING_KEYS])
 
     @classmethod
     def client_state(cls, *, strict: bool = False) -> ScopePolicy:
@@ -271,18 +273,34 @@ def _ids_of(context: Any) -> _Ids | None:
     return ids
 
 
+def check_passthrough(passthrough: Iterable[str], keys: Iterable[ScopeKeys]) -> None:
+    """Refuse passthrough names that are scope keys: client state would fill them when the identity has none
+    (a signed identity without a user, then an ownership rule trusting ``user_id``)."""
+    reserved = _key_names(keys)
+    clash = [name for name in passthrough if name in reserved]
+    if clash:
+        raise ConfigError(
+            f"passthrough names scope keys ({', '.join(clash)}): scope comes only from the binding or the "
+            f"signature, never from client state; remove them from passthrough (scope keys: {', '.join(reserved)})"
+        )
+
+
 def _scope_state(
     identity: Identity | None,
     keys: Iterable[ScopeKeys],
     passthrough: Iterable[str],
     raw: Mapping[str, Any],
 ) -> dict[str, Any]:
+    """The identity under every key set in ``keys``, plus the passthrough keys from ``raw`` that are not scope
+    keys of any of those sets (a tool's own scope keys too), so client state never supplies a missing id."""
+    key_sets = list(keys)
     out: dict[str, Any] = {}
     if identity is not None:
-        for k in keys:
+        for k in key_sets:
             out.update(identity.state(k))
+    reserved = set(_key_names([*key_sets, BINDING_KEYS]))
     for name in passthrough:
-        if name in raw and name not in out and not is_internal(name):
+        if name in raw and name not in out and name not in reserved and not is_internal(name):
             out[name] = raw[name]
     return out
 
@@ -329,7 +347,7 @@ def resolve_state(
                 "NO_SCOPE. Install ScopeBindingPlugin (App(plugins=[...]) or adk api_server --extra_plugins). See %s",
                 DOCS,
             )
-        return ResolvedState(_scope_state(None, (), policy.passthrough, raw), "refused", "no_binding")
+        return ResolvedState(_scope_state(None, tool_keys, policy.passthrough, raw), "refused", "no_binding")
     if policy.source == "signed":
         assert policy.ring is not None
         if ids is None:
@@ -340,7 +358,7 @@ def resolve_state(
             )
         except SignatureInvalid as exc:
             log.warning("signed scope refused in session %s: %s", ids.session_id[:64], exc.reason)
-            return ResolvedState(_scope_state(None, (), policy.passthrough, raw), "refused", exc.reason)
+            return ResolvedState(_scope_state(None, tool_keys, policy.passthrough, raw), "refused", exc.reason)
         return ResolvedState(_scope_state(identity, tool_keys, policy.passthrough, raw), "signed")
     if policy.strict:
         return ResolvedState({}, "refused", "strict")
@@ -468,6 +486,7 @@ class ScopeBinding:
         self.source: IdentitySource | None = as_source(source) if source is not None else source_from_environment()
         self.keys = keys
         self.passthrough = tuple(passthrough)
+        check_passthrough(self.passthrough, [keys, BINDING_KEYS])
         self.timeout_s = timeout_s
         if self.source is None:
             log.error(
@@ -564,9 +583,11 @@ async def create_signed_session(
     user_id: str,
     session_id: str | None = None,
     state: Mapping[str, Any] | None = None,
-    ttl_s: float | None = None,
+    ttl_s: float = DEFAULT_TTL_S,
 ) -> Any:
-    """Create an ADK session whose state carries ``identity``'s scope, signed for exactly this session."""
+    """Create an ADK session whose state carries ``identity``'s scope, signed for exactly this session and
+    good for ``ttl_s`` seconds (default one day, at most the ring's ``max_lifetime_s``); sign a fresh
+    envelope into the session before then to keep it going."""
     sid = session_id or uuid.uuid4().hex
     full = dict(state or {})
     full[SIGNED_SCOPE_KEY] = ring.sign(identity, app_name=app_name, user_id=user_id, session_id=sid, ttl_s=ttl_s)

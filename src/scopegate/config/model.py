@@ -586,7 +586,9 @@ class ScopeConfig:
         "without arguments (adk --extra_plugins).",
     )
     passthrough: tuple[Key, ...] = Field(
-        default=(), description="Non-scope state keys tools may still read when scope is bound or signed."
+        default=(),
+        description="Non-scope state keys tools may still read when scope is bound or signed (never a scope key: "
+        "state_keys and tenant_id, group_ids, user_id are refused).",
     )
 
     @model_validator(mode="after")
@@ -595,6 +597,10 @@ class ScopeConfig:
             raise ValueError("give signing_keys or signing_keys_file, not both")
         if self.source == "signed" and self.signing_keys is None and self.signing_keys_file is None:
             raise ValueError("source 'signed' needs signing_keys or signing_keys_file")
+        keys = self.state_keys
+        clash = [name for name in self.passthrough if name in (keys.tenant, keys.user, keys.groups)]
+        if clash:
+            raise ValueError(f"passthrough names scope keys ({', '.join(clash)}): scope never comes from client state")
         return self
 
 
@@ -644,13 +650,44 @@ class HttpConfig:
         "request state (confirmations); the first seals, all open, so keys rotate as [old, new] -> [new, old] "
         "-> [new]. Give every replica the same ones. Empty: a random key per process (one replica only).",
     )
+    approvals_path: ConfigPath | None = Field(
+        default=None,
+        description="SQLite file recording the confirmation approvals already used (each approval runs one call), "
+        "shared by the replicas on one host (across hosts use approvals_redis_url). Default (neither this nor "
+        "approvals_redis_url): with request_state_keys_env, guards.cache.redis_url when set, else "
+        "scopegate-approvals.sqlite beside the config file; without, the process's memory (its request state "
+        "opens nowhere else).",
+    )
+    approvals_redis_url: Annotated[str, Strict(), Field(pattern=r"^rediss?://")] | None = Field(
+        default=None,
+        description="Redis recording used approvals instead of a file (SET NX with the state's lifetime); use one "
+        "that does not evict keys (maxmemory-policy noeviction), or an evicted record lets an approval run again.",
+    )
     metrics_port: Annotated[int, _count(0, 65535)] | None = Field(
         default=None, description="Serve metrics_path on this port instead of the MCP port (0: any free port)."
     )
     metrics_host: NonEmpty = Field(default="127.0.0.1", description="Interface of the metrics_port listener.")
     metrics_token_env: EnvName | None = Field(
-        default=None, description="Environment variable holding a bearer token that /metrics requires."
+        default=None,
+        description="Environment variable holding the bearer token metrics_path requires (metrics_auth 'bearer'; "
+        "a scraper's own token instead of an MCP one).",
     )
+    metrics_auth: Literal["bearer", "none"] = Field(
+        default="bearer",
+        description="Who may read metrics_path: 'bearer' (default): a request with a bearer token, "
+        "metrics_token_env's when set, else any token the MCP endpoint accepts (the same verification); 'none': "
+        "anyone who reaches the listener, only with metrics_port (a listener of its own, on metrics_host). "
+        "metrics_path null turns metrics off.",
+    )
+
+    @model_validator(mode="after")
+    def _open_metrics_on_their_own_port(self) -> HttpConfig:
+        if self.metrics_auth == "none" and self.metrics_path is not None and self.metrics_port is None:
+            raise ValueError(
+                "metrics_auth 'none' needs metrics_port: every MCP client reaches the MCP port, so unauthenticated "
+                "metrics go on a listener of their own (metrics_port, metrics_host)"
+            )
+        return self
 
 
 @model

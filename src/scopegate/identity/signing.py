@@ -16,6 +16,16 @@ envelope was issued for. An envelope that is missing, altered in any field,
 signed with an unknown key, expired, or copied into another session, user or
 app fails with :class:`SignatureInvalid`; tools turn that into ``NO_SCOPE``.
 
+Lifetime rule: every envelope expires. :meth:`KeyRing.sign` gives it
+``DEFAULT_TTL_S`` (one day) unless told otherwise, and never more than the
+ring's ``max_lifetime_s`` (default ``MAX_LIFETIME_S``, 30 days).
+:meth:`KeyRing.verify` refuses an envelope without an expiry (``no_expiry``),
+one whose expiry lies more than ``max_lifetime_s`` after its issue time
+(``lifetime_too_long``), and one past its expiry (``expired``, after
+``DEFAULT_LEEWAY_S`` of clock leeway). So no envelope, however it was made, is
+good for longer than ``max_lifetime_s``; a long-lived session gets a fresh
+envelope from the server (sign again into its state) before the old one ends.
+
 Rotation: the ring signs with its active key (the first one unless named) and
 verifies with any key it holds, found by the envelope's key id. Add the new key
 first, keep the old one until the sessions signed with it have ended, then
@@ -73,6 +83,8 @@ _ENVELOPE_KEYS = frozenset({"v", "kid", "iat", "exp", "scope", "sig"})
 _SCOPE_KEYS = frozenset({"tenant", "user", "groups"})
 MAX_SIG_CHARS = 64
 DEFAULT_LEEWAY_S = 30
+DEFAULT_TTL_S = 86_400  # what an envelope is good for unless the signer says otherwise
+MAX_LIFETIME_S = 30 * 86_400  # the longest lifetime a ring signs or accepts (issue to expiry)
 
 
 @dataclass(frozen=True)
@@ -126,9 +138,14 @@ def _binding_ids(app_name: Any, user_id: Any, session_id: Any) -> None:
 
 
 class KeyRing:
-    """Signing keys by id: one active key signs, every key verifies."""
+    """Signing keys by id: one active key signs, every key verifies; no envelope outlives ``max_lifetime_s``."""
 
-    def __init__(self, keys: Iterable[SigningKey], *, active: str | None = None) -> None:
+    def __init__(
+        self, keys: Iterable[SigningKey], *, active: str | None = None, max_lifetime_s: int = MAX_LIFETIME_S
+    ) -> None:
+        if not _is_int(max_lifetime_s) or max_lifetime_s < 1:
+            raise ConfigError("max_lifetime_s must be a whole number of seconds, at least 1")
+        self.max_lifetime_s = max_lifetime_s
         self._keys: dict[str, SigningKey] = {}
         for key in keys:
             if key.kid in self._keys:
@@ -202,22 +219,25 @@ class KeyRing:
         app_name: str,
         user_id: str,
         session_id: str,
-        ttl_s: float | None = None,
+        ttl_s: float = DEFAULT_TTL_S,
         now: float | None = None,
     ) -> dict[str, Any]:
-        """The envelope to store under :data:`SIGNED_SCOPE_KEY` in that session's state."""
+        """The envelope to store under :data:`SIGNED_SCOPE_KEY` in that session's state, good for ``ttl_s``
+        seconds (at most ``max_lifetime_s``: a longer or missing lifetime is a :class:`ConfigError`)."""
         _binding_ids(app_name, user_id, session_id)
+        if isinstance(ttl_s, bool) or not isinstance(ttl_s, (int, float)) or not 0 < ttl_s <= self.max_lifetime_s:
+            raise ConfigError(
+                f"a signed scope needs a lifetime of 1 to {self.max_lifetime_s} seconds (ttl_s), not {ttl_s!r}"
+            )
         checked = Identity.checked(identity.tenant, identity.user, list(identity.groups))
         iat = int(time.time() if now is None else now)
-        exp = None if ttl_s is None else iat + max(1, int(ttl_s))
+        exp = iat + max(1, int(ttl_s))
         key = self._keys[self.active]
         scope = _scope_of(checked)
         message = canonical_message(
             kid=key.kid, iat=iat, exp=exp, scope=scope, app_name=app_name, user_id=user_id, session_id=session_id
         )
-        envelope: dict[str, Any] = {"v": VERSION, "kid": key.kid, "iat": iat, "scope": scope}
-        if exp is not None:
-            envelope["exp"] = exp
+        envelope: dict[str, Any] = {"v": VERSION, "kid": key.kid, "iat": iat, "exp": exp, "scope": scope}
         envelope["sig"] = self._mac(key, message)
         return envelope
 
@@ -251,7 +271,12 @@ class KeyRing:
         if not hmac.compare_digest(self._mac(key, message).encode("ascii"), parts.sig.encode("ascii")):
             raise SignatureInvalid("bad_signature")
         current = time.time() if now is None else now
-        if parts.exp is not None and current > parts.exp + leeway_s:
+        # Signed by us but possibly before envelopes had to expire (wave 2 signed none by default).
+        if parts.exp is None:
+            raise SignatureInvalid("no_expiry")
+        if parts.exp - parts.iat > self.max_lifetime_s:
+            raise SignatureInvalid("lifetime_too_long", f"more than {self.max_lifetime_s} s from issue to expiry")
+        if current > parts.exp + leeway_s:
             raise SignatureInvalid("expired")
         if parts.iat > current + leeway_s:
             raise SignatureInvalid("not_yet_valid")

@@ -17,8 +17,10 @@ call is not made.
 
 Replicas: the sealing keys come from the environment variables named by
 ``server.http.request_state_keys_env`` (:func:`state_keys`), so a question
-asked by one replica is answered on any other; nothing else a follow-up needs
-lives in one process.
+asked by one replica is answered on any other. An answer is good for one call:
+the first retry carrying it claims its ``call_id`` in the deployment's shared
+:mod:`.approvals` ledger, and any later one (on any replica) is refused with
+:data:`CONFIRMATION_USED` before anything is sent.
 """
 
 from __future__ import annotations
@@ -34,14 +36,23 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from scopegate.errors import CONFIRMATION_REQUIRED, CONFIRMATION_UNAVAILABLE, ConfigError, tool_error
+from scopegate.errors import (
+    CONFIRMATION_REQUIRED,
+    CONFIRMATION_UNAVAILABLE,
+    CONFIRMATION_USED,
+    ConfigError,
+    tool_error,
+)
 
 log = logging.getLogger("scopegate.server.confirm")
 
 CONFIRM_KEY = "scopegate_confirm"
 CONFIRM_FIELD = "approve"
-__all__ = ["CONFIRMATION_REQUIRED", "CONFIRMATION_UNAVAILABLE"]
+__all__ = ["CONFIRMATION_REQUIRED", "CONFIRMATION_UNAVAILABLE", "CONFIRMATION_USED"]
 CONFIRM_TIMEOUT_S = 300.0
+# How long a used approval is remembered: the state's lifetime plus the SDK's allowance for a replica's
+# clock running behind (its 60 s future skew), with room to spare.
+USED_TTL_S = CONFIRM_TIMEOUT_S + 120.0
 STATE_VERSION = 1
 MAX_HINT_CHARS = 1000
 
@@ -126,6 +137,25 @@ def unavailable(pending: Mapping[str, Any], why: str) -> dict[str, Any]:
         "Tell the user what you wanted to do so they can do it themselves or use a client that can ask them.",
         retryable=False,
         **extra,
+    )
+
+
+def already_used() -> dict[str, Any]:
+    """The refusal of an approval sent a second time; nothing was sent this time."""
+    return tool_error(
+        CONFIRMATION_USED,
+        "This approval was already used: one approval runs one call, and nothing was sent now. If the first "
+        "call's result was lost, check the current state before asking the user to approve the change again.",
+        retryable=False,
+    )
+
+
+def not_recorded() -> dict[str, Any]:
+    """The refusal when the approval could not be recorded as used (the ledger is unreachable)."""
+    return tool_error(
+        CONFIRMATION_UNAVAILABLE,
+        "The approval could not be recorded, so the call was not made; nothing was sent. Try again shortly.",
+        retryable=True,
     )
 
 

@@ -10,15 +10,20 @@ Routes:
   for another identity gets 404 for that session.
 * ``GET /.well-known/oauth-protected-resource{path}`` (and at the root): the
   Protected Resource Metadata (RFC 9728), when an authorization server is known.
-* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format; with
-  ``metrics_token_env`` only for that bearer token, with ``metrics_port`` on
-  its own listener (:func:`build_metrics_app`) instead of this one.
+* ``GET {metrics_path}`` (default ``/metrics``): Prometheus text format, by
+  default (``metrics_auth: bearer``) only for a bearer token: the one in
+  ``metrics_token_env`` when set, else any token the MCP endpoint accepts;
+  with ``metrics_port`` on its own listener (:func:`build_metrics_app`)
+  instead of this one, where ``metrics_auth: none`` may open it; with
+  ``metrics_path: null`` nowhere.
 * ``GET /healthz``: liveness.
 
 Replicas: several of these behind one URL serve one client interchangeably
 when the request-state keys are shared (``request_state_keys_env``) and the
 client uses sessionless requests (stateless mode, or protocol 2026-07-28);
-handshake-era sessions live in the process that opened them. Each tenant may
+handshake-era sessions live in the process that opened them. Used approvals
+are recorded where every replica sees them (:mod:`.approvals`), so one
+approval runs one call whichever replicas its copies reach. Each tenant may
 hold at most ``max_sessions_per_tenant`` sessions (:mod:`.sessions`).
 
 The client's ``Authorization`` header stops here: tools receive only the
@@ -30,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -50,12 +56,15 @@ from scopegate.config.identity import build_identity, default_resource
 from scopegate.config.model import HttpConfig
 from scopegate.errors import ConfigError
 from scopegate.server import confirm
-from scopegate.server.auth import Authenticate, BearerBackend, HostAuthBackend, Verifies, bearer_token
+from scopegate.server.approvals import build_ledger
+from scopegate.server.auth import MAX_HEADER_CHARS, Authenticate, BearerBackend, HostAuthBackend, Verifies, bearer_token
 from scopegate.server.identity_metrics import IdentityCollector
 from scopegate.server.mcp_server import ScopegateMcpServer
 from scopegate.server.metrics import CONTENT_TYPE, ServerMetrics, exposition
 from scopegate.server.resource_server import BearerGate, ResourceServer, ToolInfo
 from scopegate.server.sessions import TenantOfRequest, TenantQuotaSessionManager
+
+log = logging.getLogger("scopegate.server.http")
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -103,7 +112,22 @@ def build_http_app(
     metrics = metrics or ServerMetrics()
     metrics.registry.register(IdentityCollector(identity))
     keys = confirm.state_keys(cfg.request_state_keys_env, environ)
-    mcp = ScopegateMcpServer(app, transport="http", events=metrics, stateful_http=not cfg.stateless, state_keys=keys)
+    approvals = build_ledger(
+        shared_keys=bool(cfg.request_state_keys_env),
+        path=cfg.approvals_path,
+        redis_url=cfg.approvals_redis_url,
+        cache_redis_url=app.config.guards.cache.redis_url,
+        config_file=app.config.source,
+    )
+    app.closers.append(approvals.aclose)
+    mcp = ScopegateMcpServer(
+        app,
+        transport="http",
+        events=metrics,
+        stateful_http=not cfg.stateless,
+        state_keys=keys,
+        approvals=approvals,
+    )
     rs = ResourceServer(
         resource=identity.resource or default_resource(cfg),
         authorization_servers=tuple(identity.authorization_servers),
@@ -129,7 +153,7 @@ def build_http_app(
     routes = [Route(cfg.path, endpoint=mcp_endpoint), Route("/healthz", endpoint=healthz, methods=["GET"])]
     routes += rs.routes()
     if cfg.metrics_path and cfg.metrics_port is None:
-        routes.append(metrics_route(cfg, app, metrics, environ))
+        routes.append(metrics_route(cfg, app, metrics, environ, verifier=verifier))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: Starlette) -> AsyncIterator[None]:
@@ -159,36 +183,66 @@ def build_http_app(
 
 
 def metrics_route(
-    cfg: HttpConfig, app: ToolApp, metrics: ServerMetrics, environ: Mapping[str, str] | None = None
+    cfg: HttpConfig,
+    app: ToolApp,
+    metrics: ServerMetrics,
+    environ: Mapping[str, str] | None = None,
+    *,
+    verifier: Verifies | None = None,
 ) -> Route:
-    """``GET metrics_path``: the Prometheus text, behind ``metrics_token_env``'s bearer token when set."""
+    """``GET metrics_path``: the Prometheus text, for whom ``metrics_auth`` says: a bearer token
+    (``metrics_token_env``'s, else one ``verifier`` accepts) or, with ``none``, anyone reaching it."""
     expected: bytes | None = None
-    if cfg.metrics_token_env is not None:
+    if cfg.metrics_auth == "bearer" and cfg.metrics_token_env is not None:
         value = (os.environ if environ is None else environ).get(cfg.metrics_token_env)
         if not value:
             raise ConfigError(f"server.http.metrics_token_env names {cfg.metrics_token_env}, which is not set")
         expected = value.encode("utf-8")
+    elif cfg.metrics_auth == "bearer" and verifier is None:
+        # No token verifier to share (e.g. the host application authenticates): fail closed, say how to open it.
+        log.warning("metrics_path answers 401 to every request: set server.http.metrics_token_env for the scraper")
+
+    async def allowed(request: Request) -> bool:
+        if cfg.metrics_auth == "none":
+            return True
+        token = bearer_token(request)
+        if token is None or len(token) > MAX_HEADER_CHARS:
+            return False
+        if expected is not None:
+            return hmac.compare_digest(token.encode("utf-8"), expected)
+        return verifier is not None and (await verifier.verify(token)).token is not None
 
     async def metrics_endpoint(request: Request) -> Response:
-        if expected is not None:
-            given = (bearer_token(request) or "").encode("utf-8")
-            if not hmac.compare_digest(given, expected):
-                return JSONResponse({"error": "a valid bearer token is required"}, status_code=401)
+        if not await allowed(request):
+            return JSONResponse(
+                {"error": "a valid bearer token is required"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
         return Response(exposition(metrics, app.guard), media_type=CONTENT_TYPE)
 
     return Route(cfg.metrics_path or "/metrics", endpoint=metrics_endpoint, methods=["GET"])
 
 
 def build_metrics_app(
-    app: ToolApp, metrics: ServerMetrics, *, http: HttpConfig, environ: Mapping[str, str] | None = None
+    app: ToolApp,
+    metrics: ServerMetrics,
+    *,
+    http: HttpConfig,
+    environ: Mapping[str, str] | None = None,
+    verifier: Verifies | None = None,
 ) -> Starlette:
-    """The listener of ``metrics_port``: ``metrics_path`` only (and ``/healthz``)."""
+    """The listener of ``metrics_port``: ``metrics_path`` only (and ``/healthz``); ``verifier`` defaults to the
+    MCP endpoint's."""
+    if verifier is None and app.identity is not None:
+        verifier = app.identity.verifier
 
     async def healthz(_request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
     return Starlette(
-        routes=[metrics_route(http, app, metrics, environ), Route("/healthz", endpoint=healthz, methods=["GET"])]
+        routes=[
+            metrics_route(http, app, metrics, environ, verifier=verifier),
+            Route("/healthz", endpoint=healthz, methods=["GET"]),
+        ]
     )
 
 
@@ -205,7 +259,7 @@ async def serve_http(
         uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level=log_level, lifespan="on", access_log=False))
     ]
     if cfg.metrics_path and cfg.metrics_port is not None:
-        side = build_metrics_app(app, metrics, http=cfg, environ=kwargs.get("environ"))
+        side = build_metrics_app(app, metrics, http=cfg, environ=kwargs.get("environ"), verifier=kwargs.get("verifier"))
         servers.append(
             uvicorn.Server(
                 uvicorn.Config(

@@ -46,6 +46,7 @@ from scopegate.files import TooLarge
 from scopegate.identity.scopes import ToolScopes
 from scopegate.scope import ScopeKeys
 from scopegate.server import confirm
+from scopegate.server.approvals import ApprovalLedger, MemoryLedger
 from scopegate.server.auth import SUBJECT_KEY, identity_of_user, scopes_of_user
 from scopegate.server.identity import Identity
 from scopegate.server.results import call_result, mcp_tool, unknown_tool
@@ -90,6 +91,7 @@ class ScopegateMcpServer:
         events: McpEvents | None = None,
         stateful_http: bool = True,
         state_keys: Sequence[bytes] | None = None,
+        approvals: ApprovalLedger | None = None,
         clock: Callable[[], float] = time.time,
         uploads: UploadsFolder | None = None,
     ) -> None:
@@ -101,6 +103,8 @@ class ScopegateMcpServer:
         self.transport = transport
         self.fixed_identity = fixed_identity if transport == "stdio" else None
         self.events = events or McpEvents()
+        # Answers already used; process memory is enough only while the state keys are this process's own.
+        self.approvals: ApprovalLedger = approvals or MemoryLedger()
         # Session ids are only trusted where the SDK validates them: stateful HTTP, handshake era.
         self.stateful_http = stateful_http
         self.scope_keys: ScopeKeys = app.config.scope_keys
@@ -263,7 +267,7 @@ class ScopegateMcpServer:
         args: dict[str, Any] = dict(params.arguments or {})
         try:
             size = len(json.dumps(args, ensure_ascii=False, default=str))
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             size = MAX_ARGUMENT_CHARS + 1
         if size > MAX_ARGUMENT_CHARS:
             return call_result(
@@ -281,6 +285,20 @@ class ScopegateMcpServer:
             return call_result(outcome.result)
         return await self._confirmed_call(ctx, params, tool, args, caller)
 
+    async def _spend(self, call_id: str) -> dict[str, Any] | None:
+        """Claim an answer before acting on it: None the first time, a refusal after (or if unrecordable)."""
+        try:
+            first = await self.approvals.claim(call_id, confirm.USED_TTL_S)
+        except Exception as exc:
+            log.warning("an approval could not be recorded as used: %s", type(exc).__name__)
+            self.events.confirmation("unavailable")
+            return confirm.not_recorded()
+        if not first:
+            log.info("a used approval was sent again; refused")
+            self.events.confirmation("replayed")
+            return confirm.already_used()
+        return None
+
     async def _confirmed_call(
         self,
         ctx: ServerRequestContext[Any, Any],
@@ -294,6 +312,9 @@ class ScopegateMcpServer:
             answered = confirm.answered_round(params)
             if answered is not None:
                 call_id, decision = answered
+                refused = await self._spend(call_id)
+                if refused is not None:
+                    return call_result(refused)
                 self.events.confirmation("approved" if decision else "rejected")
                 ctx_answer = self.call_context(caller, confirmed=decision, call_id=call_id)
                 return call_result((await tool.run(args, ctx_answer)).result)

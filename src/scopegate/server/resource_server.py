@@ -44,6 +44,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 RETRY_AFTER_S = 5
 FORBIDDEN_CODE = -32003  # JSON-RPC server error range: the call was refused for missing scopes
+PARSE_ERROR_CODE = -32700
 
 
 @dataclass(frozen=True)
@@ -190,12 +191,20 @@ class BearerGate:
             payload = json.loads(body)
         except ValueError:
             return None  # not JSON: the transport answers with a parse error
+        except RecursionError:
+            # Nested deeper than the stack: unreadable here, so refused here (fail closed), the way the
+            # transport refuses a body it cannot parse: 400 with a JSON-RPC parse error, connection kept.
+            return self._too_deep
         for request_id, name in tool_calls(payload):
             missing = self.rs.missing(name, granted)
             if missing:
                 needed = sorted(self.rs.needed(name) or ())
                 return lambda send: self._forbidden(send, request_id, name, needed, missing)
         return None
+
+    async def _too_deep(self, send: Send) -> None:
+        error = {"code": PARSE_ERROR_CODE, "message": "Parse error: the JSON nests too deeply"}
+        await _send_json(send, 400, {"jsonrpc": "2.0", "id": None, "error": error}, [])
 
     async def _forbidden(
         self, send: Send, request_id: Any, tool: str, needed: list[str], missing: Sequence[str]

@@ -12,7 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "mcp"))
 
-from idp_harness import SECRET_ENV, IdpWorld, write_idp_config
+from idp_harness import METRICS_ENV, METRICS_TOKEN, SECRET_ENV, IdpWorld, write_idp_config
 from mcp_harness import ServerProcess, start_http_server
 
 from scopegate.backends.embedded import EmbeddedBackend
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.keycloak
 @pytest.fixture(scope="session")
 def idp_world(keycloak: RealmInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IdpWorld]:
     os.environ[SECRET_ENV] = keycloak.secret(MCP_CLIENT)
+    os.environ[METRICS_ENV] = METRICS_TOKEN
     folder = tmp_path_factory.mktemp("idp-e2e")
     data = folder / "data"
     tickets = list(generate_tickets(per_tenant=40))

@@ -32,6 +32,8 @@ from scopegate_lab.keycloak import RealmClient
 from scopegate_lab.keycloak_realm import MCP_CLIENT, ORDERS_CLIENT, RealmInfo
 
 SECRET_ENV = "SG_IDP_MCP_SECRET"
+METRICS_ENV = "SG_IDP_METRICS_TOKEN"  # /metrics wants a bearer token (issue 36, L9): the scraper's own
+METRICS_TOKEN = "sg-idp-e2e-metrics-scraper-token"
 
 
 @dataclass
@@ -92,7 +94,7 @@ def write_idp_config(
 ) -> Path:
     return write_config(
         path,
-        server={"name": "scopegate-idp"},
+        server={"name": "scopegate-idp", "http": {"metrics_token_env": METRICS_ENV}},
         backends={"local": {"type": "embedded", "path": str(data)}},
         search_tools=[search_tool_config()],
         openapi=[orders_section(orders_url, **orders)],

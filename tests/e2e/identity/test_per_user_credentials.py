@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from idp_harness import SECRET_ENV, IdpWorld, auth_section, in_thread_server, write_idp_config
+from idp_harness import METRICS_TOKEN, SECRET_ENV, IdpWorld, auth_section, in_thread_server, write_idp_config
 from mcp_harness import ServerProcess, free_port, http_client
 
 from scopegate_lab.keycloak_realm import MCP_CLIENT
@@ -32,7 +32,7 @@ def bearer_of(request: Any) -> str:
 
 
 def metric(base: str, name: str, **labels: str) -> float:
-    text = httpx.get(f"{base}/metrics", timeout=10).text
+    text = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10).text
     shown = ",".join(f'{k}="{v}"' for k, v in labels.items())
     key = f"{name}{{{shown}}}" if labels else name
     values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(key + " ")]

@@ -20,7 +20,7 @@ import httpx2
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from idp_harness import IdpWorld, auth_section, in_thread_server, write_idp_config
+from idp_harness import METRICS_TOKEN, IdpWorld, auth_section, in_thread_server, write_idp_config
 from mcp import Client
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
@@ -55,7 +55,7 @@ def challenge(response: httpx.Response) -> dict[str, str]:
 
 
 def metric(server: ServerProcess, name: str) -> float:
-    text = httpx.get(f"{server.base}/metrics", timeout=10).text
+    text = httpx.get(f"{server.base}/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=10).text
     values = [float(line.split()[-1]) for line in text.splitlines() if line.startswith(name + " ")]
     return values[0] if values else 0.0
 

@@ -56,7 +56,7 @@ async def test_cap_per_session_and_per_principal(world: World, capped: tuple[Too
         # A session id the client makes up does not buy a fresh budget.
         assert await _searches(url, acme, 1, "auto", **{"Mcp-Session-Id": "made-up-session"}) == ["CALL_LIMIT"]
         assert await _searches(url, globex, 1, "auto") == [None]  # another principal, its own budget
-        metrics = httpx.get(f"{base}/metrics", timeout=10).text
+        metrics = httpx.get(f"{base}/metrics", headers={"Authorization": f"Bearer {acme}"}, timeout=10).text
         assert 'scopegate_tool_errors_total{code="CALL_LIMIT",tool="search_tickets"}' in metrics
     app.guard.call_log.flush()
     records = [json.loads(line) for line in log_path.read_text("utf-8").splitlines()]

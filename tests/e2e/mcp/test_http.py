@@ -68,14 +68,15 @@ async def test_list_search_fetch_errors(world: World, server: ServerProcess, mod
     ],
 )
 def test_bad_tokens_get_401_and_nothing_runs(world: World, server: ServerProcess, label: str, make: Any) -> None:
-    before = httpx.get(f"{server.base}/metrics", timeout=10).text
+    scrape = {"Authorization": f"Bearer {world.tokens['acme']}"}  # /metrics wants a token (issue 36, L9)
+    before = httpx.get(f"{server.base}/metrics", headers=scrape, timeout=10).text
     response = post(server, make(world))
     assert response.status_code == 401, (label, response.status_code, response.text)
     assert response.headers["www-authenticate"].startswith("Bearer")
     # A tool call with a bad token is refused the same way, before any MCP message is read.
     call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "search_tickets", "arguments": {}}}
     assert post(server, make(world), call).status_code == 401
-    after = httpx.get(f"{server.base}/metrics", timeout=10).text
+    after = httpx.get(f"{server.base}/metrics", headers=scrape, timeout=10).text
     assert _tool_calls(after) == _tool_calls(before)
 
 
@@ -164,7 +165,8 @@ def test_a_short_token_gets_a_401_that_names_the_rule(world: World, server: Serv
 
 def test_metrics_endpoint(world: World, server: ServerProcess) -> None:
     post(server, "sg-e2e-not-a-real-token-000000000000")
-    body = httpx.get(f"{server.base}/metrics", timeout=10)
+    scrape = {"Authorization": f"Bearer {world.tokens['initech']}"}
+    body = httpx.get(f"{server.base}/metrics", headers=scrape, timeout=10)
     assert body.status_code == 200 and body.headers["content-type"].startswith("text/plain")
     assert 'scopegate_mcp_auth_failures_total{reason="unknown_token"}' in body.text
     assert "scopegate_tool_latency_seconds_bucket" in body.text
