@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,3 +70,7 @@ class CallContext:
     extra: Mapping[str, Any] = field(default_factory=dict)
     # The caller's bearer token, when the adapter has one (see SubjectToken); never part of scope.
     subject_token: SubjectToken | None = field(default=None, repr=False, compare=False)
+    # Whether the caller's token permits a tool, asked as ``may_use(name, family, read_only)``: set by
+    # adapters that know the token's scopes (MCP over HTTP with ``auth.scopes``, ADK with a scope check).
+    # A tool that runs other tools (the OpenAPI catalog) asks it for each one; None: no per-tool scopes.
+    may_use: Callable[[str, str, bool], bool] | None = field(default=None, repr=False, compare=False)

@@ -45,7 +45,7 @@ from scopegate.adapters.adk_scope import (
 )
 from scopegate.backends.base import SearchBackend
 from scopegate.context import CallContext, SubjectToken
-from scopegate.errors import CONFIRMATION_REQUIRED, INTERNAL, tool_error
+from scopegate.errors import CONFIRMATION_REQUIRED, INSUFFICIENT_SCOPE, INTERNAL, tool_error
 from scopegate.guard.guard import Guard, GuardedTool
 from scopegate.scope import ScopeKeys
 from scopegate.search.agg_tool import AggregateTool
@@ -57,6 +57,9 @@ from scopegate.tools import ScopedTool
 log = logging.getLogger("scopegate.adapters.adk")
 
 SessionFilter = Callable[[ReadonlyContext | None, "AdkTool"], bool]
+# The caller's token scopes as a per-tool check ``may_use(name, family, read_only)``, from the tool
+# context (see :meth:`scopegate.config.ToolApp.adk_tools`); None: no token scopes are enforced.
+ScopeCheck = Callable[[ToolContext], Callable[[str, str, bool], bool] | None]
 
 
 def session_id_of(context: Any) -> str | None:
@@ -80,6 +83,7 @@ def call_context(
     with_confirmation: bool = False,
     scope_keys: ScopeKeys | None = None,
     policy: ScopePolicy | None = None,
+    may_use: Callable[[str, str, bool], bool] | None = None,
 ) -> CallContext:
     """The :class:`CallContext` of one ADK tool call.
 
@@ -107,6 +111,7 @@ def call_context(
         confirmed=confirmed,
         extra={"scope_source": resolved.source},
         subject_token=SubjectToken(token) if token is not None else None,
+        may_use=may_use,
     )
 
 
@@ -123,10 +128,13 @@ class AdkTool(BaseTool):
     client-writable scope here, at construction.
     """
 
-    def __init__(self, tool: ScopedTool, *, scope_policy: ScopePolicy | None = None) -> None:
+    def __init__(
+        self, tool: ScopedTool, *, scope_policy: ScopePolicy | None = None, scope_check: ScopeCheck | None = None
+    ) -> None:
         super().__init__(name=tool.name, description=tool.description)
         self.tool = tool
         self.scope_policy = scope_policy if scope_policy is not None else default_policy()
+        self.scope_check = scope_check
         check_policy(self.scope_policy, tool.scope_keys)
 
     @property
@@ -152,8 +160,16 @@ class AdkTool(BaseTool):
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         try:
             gated = self.tool.requires_confirmation
+            may_use = self.scope_check(tool_context) if self.scope_check is not None else None
+            tool = self.tool
+            if may_use is not None and not may_use(tool.name, tool.family, tool.read_only):
+                return tool_error(INSUFFICIENT_SCOPE, f"The access token does not allow {tool.name}.")
             ctx = call_context(
-                tool_context, with_confirmation=gated, scope_keys=self.tool.scope_keys, policy=self.scope_policy
+                tool_context,
+                with_confirmation=gated,
+                scope_keys=self.tool.scope_keys,
+                policy=self.scope_policy,
+                may_use=may_use,
             )
             outcome = await self.tool.run(args, ctx)
             result = outcome.result

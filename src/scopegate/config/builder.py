@@ -12,7 +12,7 @@ and a missing one is a :class:`FeatureUnavailable` naming the pip extra.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -75,14 +75,26 @@ class ToolApp:
     def names(self) -> list[str]:
         return [t.name for t in self.tools]
 
-    def adk_tools(self) -> list[Any]:
+    def adk_tools(self, granted_scopes: Callable[[Any], Iterable[str] | None] | None = None) -> list[Any]:
         """The tools as Google ADK tools (``LlmAgent(tools=app.adk_tools())``), reading scope as the
-        ``scope`` section says (binding, signed or session state; see docs/deployment-adk.md)."""
-        from scopegate.adapters.adk import AdkTool
+        ``scope`` section says (binding, signed or session state; see docs/deployment-adk.md).
+
+        ``granted_scopes(tool_context)``: the OAuth scopes the caller's verified token grants (your
+        application verified it; ADK does not). Given, ``auth.scopes`` applies as over MCP: a tool,
+        or a catalog operation, the scopes do not permit is refused (None grants nothing).
+        """
+        from scopegate.adapters.adk import AdkTool, ScopeCheck
         from scopegate.adapters.adk_scope import ScopePolicy
 
         policy = ScopePolicy.from_config(self.config.scope)
-        return [AdkTool(t, scope_policy=policy) for t in self.tools]
+        check: ScopeCheck | None = None
+        if granted_scopes is not None and self.identity is not None and self.identity.scopes.enabled:
+            rules = self.identity.scopes
+
+            def check(tool_context: Any) -> Callable[[str, str, bool], bool]:
+                return rules.checker(granted_scopes(tool_context) or ())
+
+        return [AdkTool(t, scope_policy=policy, scope_check=check) for t in self.tools]
 
     async def aclose(self) -> None:
         for closer in reversed(self.closers):
@@ -236,12 +248,15 @@ async def build_app(
     try:
         app.identity = build_identity(config.auth, resource=resource)
         app.closers.append(app.identity.aclose)
+        # Built first: a catalog's operations run under it behind call_operation.
+        app.guard = build_guard(config.guards) if guard == "config" else guard
+        wrap = app.guard.wrap if app.guard is not None else None
         for tool_cfg in config.search_tools:
             backend = build_search_backend(tool_cfg, config, offline=offline)
             app.backends.append(backend)
             app.raw_tools += search_tools_for(tool_cfg, backend)
         for api_cfg in config.openapi:
-            tools, closers = build_openapi_toolset(api_cfg, config.scope_keys, identity=app.identity)
+            tools, closers = build_openapi_toolset(api_cfg, config.scope_keys, identity=app.identity, wrap=wrap)
             app.raw_tools += tools
             app.closers += closers
         _check_unique(app.raw_tools)
@@ -250,10 +265,8 @@ async def build_app(
             # Tools only the app tools call (``hide``) are not served; the app tools hold them.
             app.raw_tools = [t for t in app.raw_tools if t.name not in hidden] + list(written)
             _check_unique(app.raw_tools)
-        app.guard = build_guard(config.guards) if guard == "config" else guard
     except BaseException:
         await app.aclose()
         raise
-    wrap = app.guard.wrap if app.guard is not None else None
     app.tools = [wrap(t) for t in app.raw_tools] if wrap is not None else list(app.raw_tools)
     return app
