@@ -54,7 +54,15 @@ async def run(tool: Any, args: dict[str, Any], **extra: Any) -> dict[str, Any]:
 
 # -- ranking -------------------------------------------------------------------------------------
 def test_words_split_camel_and_snake_case() -> None:
-    assert words("listOrders by customer_id, HTTPStatus") == ["list", "orders", "by", "customer", "id", "http", "status"]
+    assert words("listOrders by customer_id, HTTPStatus") == [
+        "list",
+        "orders",
+        "by",
+        "customer",
+        "id",
+        "http",
+        "status",
+    ]
 
 
 def test_bm25_ranks_by_field_weight_and_stems() -> None:
@@ -137,7 +145,9 @@ async def test_describe_is_the_flat_declaration(catalog: OperationCatalog) -> No
 
 
 async def test_call_runs_the_operation_tool_with_its_own_checks(catalog: OperationCatalog) -> None:
-    asked = await run(catalog.call, {"name": "cancelOrder", "arguments": {"orderId": "ord_1001", "reason": "changed_mind"}})
+    asked = await run(
+        catalog.call, {"name": "cancelOrder", "arguments": {"orderId": "ord_1001", "reason": "changed_mind"}}
+    )
     assert asked["error_code"] == "CONFIRMATION_REQUIRED"  # the operation's own confirmation, nothing sent
     assert asked["confirmation"]["payload"]["tool"] == "cancelOrder"
     invalid = await run(catalog.call, {"name": "getOrder", "arguments": {"orderId": 12}})
