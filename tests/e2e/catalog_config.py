@@ -20,7 +20,9 @@ READ_SCOPES = ["orders:read"]
 ALL_SCOPES = ["orders:read", "orders:write"]
 
 
-def catalog_config(folder: Path, base_url: str, token_table: Path, *, log: Path | None = None) -> Path:
+def catalog_config(
+    folder: Path, base_url: str, token_table: Path, *, log: Path | None = None, mode: str = "catalog"
+) -> Path:
     guards: dict[str, Any] = {"cap": {"families": {"openapi": 1000, "catalog": 1000}, "window_s": 3600}}
     if log is not None:
         guards["log"] = {"path": str(log)}
@@ -32,7 +34,7 @@ def catalog_config(folder: Path, base_url: str, token_table: Path, *, log: Path 
                 "name": "orders",
                 "spec": str(SPEC_PATH),
                 "base_url": base_url,
-                "mode": "catalog",
+                "mode": mode,
                 "allow": ["updateShippingAddress", "cancelOrder"],
                 "include": ["tag:orders"],
                 "exclude": ["/orders/*/legacy"],

@@ -44,12 +44,14 @@ def _reset(service: RunningService) -> None:
     service.state.reset()
 
 
-async def _app(service: RunningService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolApp:
+async def _app(
+    service: RunningService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str = "catalog"
+) -> ToolApp:
     monkeypatch.setenv("ORDERS_STAFF_KEY", STAFF_KEY)
     table = tmp_path / "tokens.yaml"
     row = {"sha256": hashlib.sha256(b"unused").hexdigest(), "tenant": "shop", "user": ALICE}
     table.write_text(yaml.safe_dump({"tokens": [row]}), "utf-8")
-    config = catalog_config(tmp_path, service.base_url, table, log=tmp_path / "calls.jsonl")
+    config = catalog_config(tmp_path, service.base_url, table, log=tmp_path / "calls.jsonl", mode=mode)
     return await build_app(load_config(config))
 
 
@@ -213,3 +215,28 @@ async def test_an_operation_beyond_the_token_scopes_is_never_found_nor_called(
     assert seen["described"]["error_code"] == seen["called"]["error_code"] == "NOT_FOUND"
     assert seen["read"]["status"] == "ok"  # what the token grants still runs
     assert service.state.hits("cancelOrder") == 0
+
+
+async def test_flat_tools_beyond_the_token_scopes_are_refused_too(
+    service: RunningService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same scope check in flat mode: the write the reader's token does not grant is refused, nothing sent."""
+    seen: dict[str, Any] = {}
+
+    def after(responses: Responses) -> Turn:
+        seen["cancel"] = responses[0][1]
+        return final_text("done")
+
+    app = await _app(service, tmp_path, monkeypatch, mode="flat")
+    cancel = use("cancelOrder", orderId="ord_1005", reason="changed_mind")
+    runner = _runner(app, ScriptedLlm([cancel, after]))
+    try:
+        session = await runner.session_service.create_session(
+            app_name=APP, user_id=READER, state={"tenant_id": "shop", "user_id": ALICE}
+        )
+        events = await send(runner, session, user_text("Cancel ord_1005"), lambda _line: None)
+    finally:
+        await runner.close()
+        await app.aclose()
+    assert seen["cancel"]["error_code"] == "INSUFFICIENT_SCOPE"
+    assert not confirmation_requests(events) and service.state.total_hits == 0
