@@ -115,8 +115,8 @@ class OperationCatalog:
         run = list(runners) if runners is not None else list(operations)
         if len(run) != len(operations):
             raise ConfigError("one runner per operation")
-        return cls([CatalogEntry.of(o, r) for o, r in zip(operations, run, strict=True)], max_results=max_results,
-                   prefix=prefix)  # fmt: skip
+        entries = [CatalogEntry.of(o, r) for o, r in zip(operations, run, strict=True)]
+        return cls(entries, max_results=max_results, prefix=prefix)
 
     def usable(self, name: Any, ctx: CallContext) -> CatalogEntry | None:
         """The entry of ``name`` when it exists and the caller's token permits it, else None."""
