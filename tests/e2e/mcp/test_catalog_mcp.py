@@ -9,8 +9,10 @@ foreign order behind call_operation.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,19 @@ class Answer:
         return types.ElicitResult(action="accept", content={"approve": self.approve})
 
 
+async def logged_calls(path: Path, wanted: set[tuple[str, Any]], wait_s: float = 15.0) -> set[tuple[str, Any]]:
+    """(tool, operation) of the call-log lines, once ``wanted`` is there: the server writes its log in the
+    background, so the lines of a call can land a moment after its answer."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        lines = path.read_text("utf-8").splitlines() if path.is_file() else []
+        records = [json.loads(line) for line in lines if line.strip()]
+        seen = {(r["tool"], r.get("operation")) for r in records if r.get("event") == "call"}
+        if wanted <= seen or time.monotonic() > deadline:
+            return seen
+        await asyncio.sleep(0.1)
+
+
 def _found(result: Any) -> list[str]:
     return [o["name"] for o in result.structured_content["operations"]]
 
@@ -94,9 +109,9 @@ async def test_three_tools_find_describe_and_call_a_read(orders: RunningService,
     # Ownership: Bob's order is not found behind call_operation either, and nothing of it shows.
     assert foreign.structured_content["error_code"] == "NOT_FOUND"
     assert BOB not in json.dumps(foreign.structured_content) and "Bob" not in json.dumps(foreign.structured_content)
-    records = [json.loads(line) for line in (catalog_server.folder / "calls.jsonl").read_text().splitlines()]  # type: ignore[attr-defined]
-    called = [(r["tool"], r.get("operation")) for r in records if r["event"] == "call"]
-    assert ("getOrder", None) in called and ("call_operation", "getOrder") in called
+    log = catalog_server.folder / "calls.jsonl"  # type: ignore[attr-defined]
+    wanted = {("getOrder", None), ("call_operation", "getOrder")}
+    assert wanted <= await logged_calls(log, wanted)
 
 
 @pytest.mark.parametrize("mode", MODES)
