@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -75,3 +75,7 @@ class CallContext:
     subject_token: SubjectToken | None = field(default=None, repr=False, compare=False)
     # The session's files a tool may upload (ADK artifacts, an MCP user's uploads); the model only names one.
     files: FileSource | None = field(default=None, repr=False, compare=False)
+    # Whether the caller's token permits a tool, asked as ``may_use(name, family, read_only)``: set by
+    # adapters that know the token's scopes (MCP over HTTP with ``auth.scopes``, ADK with a scope check).
+    # A tool that runs other tools (the OpenAPI catalog) asks it for each one; None: no per-tool scopes.
+    may_use: Callable[[str, str, bool], bool] | None = field(default=None, repr=False, compare=False)

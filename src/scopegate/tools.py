@@ -122,3 +122,9 @@ def gather_tools(items: ToolSource | Iterable[ScopedTool | ToolSource]) -> tuple
         else:
             tools.append(item)
     return tools, closers
+
+
+class ToolWrapper(Protocol):
+    """Something that wraps a tool in rules of its own (a ``Guard``: cap, cache, call log, metrics)."""
+
+    def wrap(self, tool: ScopedTool) -> ScopedTool: ...

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -47,7 +47,7 @@ from scopegate.adapters.adk_scope import (
 )
 from scopegate.backends.base import SearchBackend
 from scopegate.context import CallContext, SubjectToken
-from scopegate.errors import CONFIRMATION_REQUIRED, INTERNAL, tool_error
+from scopegate.errors import CONFIRMATION_REQUIRED, INSUFFICIENT_SCOPE, INTERNAL, ConfigError, tool_error
 from scopegate.guard.guard import Guard, GuardedTool
 from scopegate.scope import ScopeKeys
 from scopegate.search.aggregation import AggregationSpec
@@ -58,6 +58,9 @@ from scopegate.tools import ScopedTool, ToolSource, gather_tools
 log = logging.getLogger("scopegate.adapters.adk")
 
 SessionFilter = Callable[[ReadonlyContext | None, "AdkTool"], bool]
+# The caller's token scopes as a per-tool check ``may_use(name, family, read_only)``, from the tool
+# context (see :meth:`scopegate.config.ToolApp.adk_tools`); None: no token scopes are enforced.
+ScopeCheck = Callable[[ToolContext], Callable[[str, str, bool], bool] | None]
 
 
 def session_id_of(context: Any) -> str | None:
@@ -81,6 +84,7 @@ def call_context(
     with_confirmation: bool = False,
     scope_keys: ScopeKeys | None = None,
     policy: ScopePolicy | None = None,
+    may_use: Callable[[str, str, bool], bool] | None = None,
 ) -> CallContext:
     """The :class:`CallContext` of one ADK tool call.
 
@@ -110,6 +114,7 @@ def call_context(
         extra={"scope_source": resolved.source},
         subject_token=SubjectToken(token) if token is not None else None,
         files=ArtifactFiles(tool_context),
+        may_use=may_use,
     )
 
 
@@ -126,10 +131,13 @@ class AdkTool(BaseTool):
     client-writable scope here, at construction.
     """
 
-    def __init__(self, tool: ScopedTool, *, scope_policy: ScopePolicy | None = None) -> None:
+    def __init__(
+        self, tool: ScopedTool, *, scope_policy: ScopePolicy | None = None, scope_check: ScopeCheck | None = None
+    ) -> None:
         super().__init__(name=tool.name, description=tool.description)
         self.tool = tool
         self.scope_policy = scope_policy if scope_policy is not None else default_policy()
+        self.scope_check = scope_check
         check_policy(self.scope_policy, tool.scope_keys)
 
     @property
@@ -155,8 +163,16 @@ class AdkTool(BaseTool):
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
         try:
             gated = self.tool.requires_confirmation
+            may_use = self.scope_check(tool_context) if self.scope_check is not None else None
+            tool = self.tool
+            if may_use is not None and not may_use(tool.name, tool.family, tool.read_only):
+                return tool_error(INSUFFICIENT_SCOPE, f"The access token does not allow {tool.name}.")
             ctx = call_context(
-                tool_context, with_confirmation=gated, scope_keys=self.tool.scope_keys, policy=self.scope_policy
+                tool_context,
+                with_confirmation=gated,
+                scope_keys=self.tool.scope_keys,
+                policy=self.scope_policy,
+                may_use=may_use,
             )
             outcome = await self.tool.run(args, ctx)
             result = outcome.result
@@ -195,13 +211,15 @@ class ScopegateToolset(BaseToolset):
         tool_filter: ToolPredicate | list[str] | None = None,
         tool_name_prefix: str | None = None,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        granted_scopes: Callable[[Any], Iterable[str] | None] | None = None,
     ) -> None:
         super().__init__(tool_filter=tool_filter, tool_name_prefix=tool_name_prefix)
         if scope_policy is None:
             scope_policy = _configured_policy(tools)
+        check = _scope_check(tools, granted_scopes)
         found, closers = gather_tools(tools)
         wrapped = [guard.wrap(t) if guard is not None and not isinstance(t, GuardedTool) else t for t in found]
-        self._tools = [AdkTool(t, scope_policy=scope_policy) for t in wrapped]
+        self._tools = [AdkTool(t, scope_policy=scope_policy, scope_check=check) for t in wrapped]
         self._session_filter = session_filter
         self._allowed_key = allowed_tools_state_key
         self._closers = [*closers, *([on_close] if on_close is not None else [])]
@@ -221,6 +239,23 @@ class ScopegateToolset(BaseToolset):
     async def close(self) -> None:
         for closer in self._closers:
             await closer()
+
+
+def _scope_check(tools: object, granted: Callable[[Any], Iterable[str] | None] | None) -> ScopeCheck | None:
+    """With ``granted_scopes(tool_context)`` (the scopes your application verified for the caller), a built
+    config's ``auth.scopes`` applies as over MCP: a tool or catalog operation they do not permit is refused."""
+    if granted is None:
+        return None
+    identity = getattr(tools, "identity", None)
+    rules = getattr(identity, "scopes", None)
+    if rules is None or not rules.enabled:
+        raise ConfigError("granted_scopes needs a built config whose auth.scopes says which scopes each tool needs")
+
+    def check(tool_context: Any) -> Callable[[str, str, bool], bool]:
+        checker: Callable[[str, str, bool], bool] = rules.checker(granted(tool_context) or ())
+        return checker
+
+    return check
 
 
 def _configured_policy(tools: object) -> ScopePolicy | None:

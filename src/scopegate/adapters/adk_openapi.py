@@ -14,6 +14,8 @@ ADK's flow whether guarded or not.
   signed scope, or session state (see :mod:`scopegate.adapters.adk_scope`).
 * ``session_filter`` / ``allowed_tools_state_key`` choose per session which
   operations the model sees; ``close()`` releases the HTTP client.
+* ``catalog=True``: the model gets find_operations, describe_operation and
+  call_operation instead of one tool per operation (docs/openapi-catalog.md).
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ from google.adk.tools.base_toolset import ToolPredicate
 from scopegate.adapters.adk import AdkTool, ScopegateToolset, SessionFilter
 from scopegate.adapters.adk_scope import ScopePolicy
 from scopegate.guard.guard import Guard
+from scopegate.openapi.runtime.catalog import DEFAULT_MAX_RESULTS, OperationCatalog
 from scopegate.openapi.runtime.config import ToolsetSettings
 from scopegate.openapi.runtime.toolset import OperationToolset
+from scopegate.tools import ScopedTool
 
 # One operation as an ADK tool is a plain AdkTool; the name is kept for readers of older code.
 AdkOperationTool = AdkTool
@@ -49,6 +53,8 @@ class OpenApiToolset(ScopegateToolset):
         tool_name_prefix: str | None = None,
         client: httpx.AsyncClient | None = None,
         scope_policy: ScopePolicy | None = None,
+        catalog: bool = False,
+        catalog_results: int = DEFAULT_MAX_RESULTS,
     ) -> None:
         warnings.warn(
             "OpenApiToolset is deprecated and goes in 0.3; use "
@@ -57,7 +63,12 @@ class OpenApiToolset(ScopegateToolset):
             stacklevel=2,
         )
         self.operations = OperationToolset(settings, client=client)
-        tools = [guard.wrap(t) if guard is not None else t for t in self.operations.tools]
+        ops: list[ScopedTool] = [guard.wrap(t) if guard is not None else t for t in self.operations.tools]
+        tools = ops
+        if catalog:
+            # Three tools; each operation keeps its own guard behind call_operation.
+            found = OperationCatalog.of(list(self.operations.tools), ops, max_results=catalog_results)
+            tools = [guard.wrap(t) if guard is not None else t for t in found.tools]
         super().__init__(
             tools,
             session_filter=session_filter,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
@@ -115,11 +115,11 @@ class ToolApp:
         wrapped = [guard.wrap(t) if guard is not None and not isinstance(t, GuardedTool) else t for t in raw]
         return cls(config=config, tools=wrapped, raw_tools=raw, guard=guard, closers=list(closers))
 
-    def adk_tools(self) -> list[Any]:
-        """Deprecated (goes in 0.3): use ``scopegate.adk.ScopegateToolset(app)``."""
+    def adk_tools(self, granted_scopes: Callable[[Any], Iterable[str] | None] | None = None) -> list[Any]:
+        """Deprecated (goes in 0.3): use ``scopegate.adk.ScopegateToolset(app, granted_scopes=...)``."""
         import warnings
 
-        from scopegate.adapters.adk import AdkTool  # layer exemption: this deprecated shim only
+        from scopegate.adapters.adk import AdkTool, ScopeCheck  # layer exemption: this deprecated shim only
         from scopegate.adapters.adk_scope import ScopePolicy
 
         warnings.warn(
@@ -128,7 +128,14 @@ class ToolApp:
             stacklevel=2,
         )
         policy = ScopePolicy.from_config(self.config.scope)
-        return [AdkTool(t, scope_policy=policy) for t in self.tools]
+        check: ScopeCheck | None = None
+        if granted_scopes is not None and self.identity is not None and self.identity.scopes.enabled:
+            rules = self.identity.scopes
+
+            def check(tool_context: Any) -> Callable[[str, str, bool], bool]:
+                return rules.checker(granted_scopes(tool_context) or ())
+
+        return [AdkTool(t, scope_policy=policy, scope_check=check) for t in self.tools]
 
     async def aclose(self) -> None:
         for closer in reversed(self.closers):
@@ -278,12 +285,15 @@ def build_tool_app(
     try:
         app.identity = build_identity(config.auth, resource=resource)
         app.closers.append(app.identity.aclose)
+        # Built first: a catalog's operations run under it behind call_operation.
+        app.guard = build_guard(config.guards) if guard == "config" else guard
+        wrap = app.guard.wrap if app.guard is not None else None
         for tool_cfg in config.search_tools:
             backend = build_search_backend(tool_cfg, config, offline=offline)
             app.backends.append(backend)
             app.raw_tools += search_tools_for(tool_cfg, backend)
         for api_cfg in config.openapi:
-            tools, closers = build_openapi_toolset(api_cfg, config.scope_keys, identity=app.identity)
+            tools, closers = build_openapi_toolset(api_cfg, config.scope_keys, identity=app.identity, wrap=wrap)
             app.raw_tools += tools
             app.closers += closers
         _check_unique(app.raw_tools)
@@ -292,11 +302,9 @@ def build_tool_app(
             # Tools only the app tools call (``hide``) are not served; the app tools hold them.
             app.raw_tools = [t for t in app.raw_tools if t.name not in hidden] + list(written)
             _check_unique(app.raw_tools)
-        app.guard = build_guard(config.guards) if guard == "config" else guard
     except BaseException:
         _close_soon(app)
         raise
-    wrap = app.guard.wrap if app.guard is not None else None
     app.tools = [wrap(t) for t in app.raw_tools] if wrap is not None else list(app.raw_tools)
     return app
 

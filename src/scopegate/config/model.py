@@ -327,12 +327,39 @@ class UploadsConfig:
 
 
 @model
+class CatalogConfig:
+    """Catalog mode of an OpenAPI toolset."""
+
+    max_results: Annotated[int, _count(1, 50, "Operations find_operations returns at most")] = 8
+    prefix: Annotated[str, Strict(), Field(pattern=r"^[A-Za-z0-9_]{0,40}$")] = Field(
+        default="", description="Put before the three tool names (two catalogs in one config need different ones)."
+    )
+
+
+@model
 class OpenAPIConfig:
     """An OpenAPI toolset: a pinned spec, an allowlist, and how calls are made."""
 
     name: ToolName
     spec: Annotated[ConfigPath, Field(description="Path of the pinned OpenAPI/Swagger document.")]
-    allow: Annotated[tuple[NonEmpty, ...], Field(min_length=1, description="operationIds or 'METHOD /path'.")]
+    allow: tuple[NonEmpty, ...] = Field(
+        default=(),
+        description="operationIds or 'METHOD /path' (a missing one is a start-up error); the only way to select "
+        "a state-changing operation.",
+    )
+    include: tuple[NonEmpty, ...] = Field(
+        default=(),
+        description="Rules selecting read operations too: 'tag:refunds', 'GET /v1/charges/**', 'GET,HEAD /users/*'; "
+        "'*' is every read operation. Never selects POST, PUT, PATCH or DELETE.",
+    )
+    exclude: tuple[NonEmpty, ...] = Field(default=(), description="Rules removing operations the rules selected.")
+    include_deprecated: Flag = False
+    mode: Literal["flat", "catalog"] = Field(
+        default="flat",
+        description="flat: one tool per operation. catalog: find_operations, describe_operation and call_operation "
+        "over the selected operations (for large APIs; docs/openapi-catalog.md).",
+    )
+    catalog: CatalogConfig = Field(default_factory=lambda: CatalogConfig())
     base_url: Url | None = Field(
         default=None,
         description="The whole base URL requests go to, path included (https://api.example.com/v1): it replaces "
@@ -367,6 +394,12 @@ class OpenAPIConfig:
         default=None,
         description="Declare multipart/binary bodies: the model names a session file (ADK artifact, MCP upload).",
     )
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> OpenAPIConfig:
+        if not self.allow and not self.include:
+            raise ValueError("give an allowlist (allow) and/or include rules")
+        return self
 
 
 # -- auth and identity ------------------------------------------------------------------------

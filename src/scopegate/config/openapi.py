@@ -34,6 +34,7 @@ from scopegate.openapi.runtime import (
     OperationToolset,
     ToolsetSettings,
 )
+from scopegate.openapi.runtime.catalog import OperationCatalog
 from scopegate.openapi.runtime.credentials import CredentialSource
 from scopegate.openapi.runtime.uploads import UploadLimits
 from scopegate.scope import ScopeKeys
@@ -138,6 +139,9 @@ def toolset_settings(
     }
     return dataclasses.replace(
         defaults,
+        include=cfg.include,
+        exclude=cfg.exclude,
+        include_deprecated=cfg.include_deprecated,
         base_url=cfg.base_url,
         credentials=credentials,
         security_schemes={key: declared_scheme(raw) for key, raw in cfg.security_schemes.items()},
@@ -174,8 +178,13 @@ def build_openapi_toolset(
     scope_keys: ScopeKeys,
     environ: Mapping[str, str] | None = None,
     identity: IdentityServices | None = None,
+    wrap: Callable[[ScopedTool], ScopedTool] | None = None,
 ) -> tuple[list[ScopedTool], list[Closer]]:
-    """The toolset's tools and the closer of its HTTP client."""
+    """The toolset's tools and the closer of its HTTP client.
+
+    In catalog mode the tools are the catalog's three; each operation runs wrapped by ``wrap``
+    (the guard), so it keeps its own cap, cache and call-log line behind ``call_operation``.
+    """
     if not cfg.spec.is_file():
         raise ConfigError(f"openapi[{cfg.name}].spec: no such file {cfg.spec}")
     settings = toolset_settings(cfg, scope_keys, environ, identity)
@@ -186,6 +195,13 @@ def build_openapi_toolset(
             first = toolset
             toolset = OperationToolset(_confirm_everything(settings, first))
             closers.append(first.aclose)
+        if cfg.mode == "catalog":
+            operations = list(toolset.tools)
+            runners = [wrap(t) for t in operations] if wrap is not None else None
+            catalog = OperationCatalog.of(
+                operations, runners, max_results=cfg.catalog.max_results, prefix=cfg.catalog.prefix
+            )
+            return list(catalog.tools), [*closers, toolset.aclose]
     except ConfigError as exc:
         raise ConfigError(f"openapi[{cfg.name}]: {exc}") from exc
     return list(toolset.tools), [*closers, toolset.aclose]

@@ -30,6 +30,8 @@ from scopegate.evals.scoring import ActualCall, CaseScore, TurnRecord, pattern_h
 from scopegate.evals.worlds import OrdersWorld, SupportWorld
 
 MAX_LLM_CALLS = 10
+CATALOG_NAVIGATION = ("find_operations", "describe_operation")
+CATALOG_CALL = "call_operation"
 MAX_CONFIRMATION_ROUNDS = 3
 ModelFactory = Callable[[EvalCase, int], "BaseLlm | str"]
 
@@ -82,7 +84,24 @@ def collect(events: Sequence[Event]) -> _Collected:
             elif part.text and event.is_final_response() and not part.thought:
                 reply = part.text
     actual = [ActualCall(name, args, responses.get(call_id)) for call_id, name, args in calls]
-    return _Collected(actual, reply, len(confirmation_requests(list(events))))
+    return _Collected(operation_calls(actual), reply, len(confirmation_requests(list(events))))
+
+
+def operation_calls(calls: Sequence[ActualCall]) -> list[ActualCall]:
+    """Catalog mode scored as the operations called: ``call_operation(name, arguments)`` is ``name(arguments)``;
+    finding and describing (no effect on anything) are the way there, not calls."""
+    out: list[ActualCall] = []
+    for call in calls:
+        if call.tool in CATALOG_NAVIGATION:
+            continue
+        if call.tool == CATALOG_CALL:
+            arguments = call.args.get("arguments")
+            name = call.args.get("name")
+            args = dict(arguments) if isinstance(arguments, Mapping) else {}
+            out.append(ActualCall(name if isinstance(name, str) else "", args, call.response))
+        else:
+            out.append(call)
+    return out
 
 
 async def _send(

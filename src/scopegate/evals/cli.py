@@ -25,7 +25,7 @@ MODEL_HELP = (
 )
 VARIANT_HELP = (
     "Declaration variant: support: baseline, fetch-by-id, filters-when-asked; "
-    "orders: baseline, no-example-ids, confirm-wording (default baseline)."
+    "orders: baseline, no-example-ids, confirm-wording, catalog (find/describe/call_operation) (default baseline)."
 )
 
 

@@ -145,7 +145,8 @@ class SupportWorld:
 
 # Declaration variants, to measure whether a description change changes what the model picks.
 SUPPORT_VARIANTS = ("baseline", "fetch-by-id", "filters-when-asked")
-ORDERS_VARIANTS = ("baseline", "no-example-ids", "confirm-wording")
+# catalog: the same operations behind find_operations / describe_operation / call_operation.
+ORDERS_VARIANTS = ("baseline", "no-example-ids", "confirm-wording", "catalog")
 FETCH_BY_ID = (
     "Fetch one support ticket by its ticket_id. Use it whenever the user names a ticket id (such as the ones "
     "search results show); no search is needed first."
@@ -203,9 +204,10 @@ class OrdersWorld:
     instruction = ORDERS_INSTRUCTION
     app_name = "scopegate_eval_orders"
 
-    def __init__(self, service: Any, settings: Any) -> None:
+    def __init__(self, service: Any, settings: Any, *, catalog: bool = False) -> None:
         self.service = service
         self.settings = settings
+        self.catalog = catalog
         self.observation = Observation()
         self._writes_before = 0
 
@@ -213,7 +215,7 @@ class OrdersWorld:
         """A fresh toolset per case: ``Runner.close()`` closes the toolsets (and HTTP clients) of its agent."""
         from scopegate.adapters.adk_openapi import OpenApiToolset
 
-        return [OpenApiToolset(self.settings, scope_policy=EVAL_SCOPE)]
+        return [OpenApiToolset(self.settings, scope_policy=EVAL_SCOPE, catalog=self.catalog)]
 
     def _writes(self) -> int:
         return sum(self.service.state.hits(op) for op in WRITE_OPERATIONS)
@@ -268,7 +270,7 @@ def orders_settings_variant(base_url: str, variant: str, folder: Path) -> Any:
             base = (getattr(info, "summary", None) or op) if info is not None else op
             policies[op] = dataclasses.replace(policies[op], description=f"{base}.{CONFIRM_WORDING}")
         return dataclasses.replace(settings, policies=policies)
-    if variant != "baseline":
+    if variant not in ("baseline", "catalog"):
         raise KeyError(f"unknown orders variant {variant!r}; known: {', '.join(ORDERS_VARIANTS)}")
     return settings
 
@@ -279,7 +281,8 @@ async def orders_world(variant: str = "baseline") -> AsyncIterator[OrdersWorld]:
     from scopegate.examples.orders.server import running_orders_service
 
     with tempfile.TemporaryDirectory(prefix="scopegate-eval-") as tmp, running_orders_service() as svc:
-        yield OrdersWorld(svc, orders_settings_variant(svc.base_url, variant, Path(tmp)))
+        settings = orders_settings_variant(svc.base_url, variant, Path(tmp))
+        yield OrdersWorld(svc, settings, catalog=variant == "catalog")
 
 
 def open_world(

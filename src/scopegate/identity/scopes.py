@@ -12,12 +12,19 @@ Rules, from the config's ``auth.scopes``:
 
 A tool's full requirement is ``required`` plus its own scopes; a token may call
 it when the closure of its scopes under ``implies`` contains all of them.
+
+Tools of a family in :data:`PER_ITEM_FAMILIES` (the OpenAPI catalog's find,
+describe and call tools) need only ``required`` plus a rule naming them: they
+check each operation's own scopes inside, through ``CallContext.may_use``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+# Families whose tools check the scopes of each operation they reach, themselves.
+PER_ITEM_FAMILIES = frozenset({"catalog"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,8 @@ class ToolScopes:
     def needed(self, name: str, family: str, read_only: bool) -> frozenset[str]:
         """Every scope a call of this tool needs."""
         own = self.tools.get(name)
+        if own is None and family in PER_ITEM_FAMILIES:
+            own = frozenset()
         if own is None:
             own = self.tools.get(family)
         if own is None:
@@ -73,6 +82,15 @@ class ToolScopes:
     def missing(self, name: str, family: str, read_only: bool, scopes: Iterable[str]) -> tuple[str, ...]:
         """The needed scopes ``scopes`` do not grant, sorted (empty: the call may go ahead)."""
         return tuple(sorted(self.needed(name, family, read_only) - self.granted(scopes)))
+
+    def checker(self, scopes: Iterable[str]) -> Callable[[str, str, bool], bool]:
+        """``may_use(name, family, read_only)`` for a token granting ``scopes`` (a ``CallContext.may_use``)."""
+        granted = self.granted(scopes)
+
+        def may_use(name: str, family: str, read_only: bool) -> bool:
+            return self.needed(name, family, read_only) <= granted
+
+        return may_use
 
     def supported(self) -> list[str]:
         """Every scope the rules mention (for ``scopes_supported``), sorted."""

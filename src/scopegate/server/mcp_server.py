@@ -10,7 +10,8 @@ lets every failure stay a scopegate envelope.
 Per call the handler: resolves the caller's identity (the verified bearer
 token on HTTP, the fixed identity on stdio), checks the token grants the
 tool's scopes (``auth.scopes``; the HTTP gate refuses such calls with 403
-before they get here, this is the second check), builds session state holding
+before they get here, this is the second check; a catalog tool checks each
+operation's scopes itself, through ``CallContext.may_use``), builds session state holding
 only the scope, derives the session and cap window, runs the (guarded) tool
 with the caller's token for per-user downstream credentials, and, for tools
 that change state, asks the user first (see :mod:`.confirm`). ``tools/list``
@@ -70,6 +71,8 @@ class Caller:
     session_key: str
     transport: str
     subject_token: SubjectToken | None = None
+    # The token's scopes as a per-tool check, for tools that reach others (the OpenAPI catalog).
+    may_use: Callable[[str, str, bool], bool] | None = None
 
 
 class McpEvents:
@@ -186,6 +189,7 @@ class ScopegateMcpServer:
             extra={"call_id": call_id, "transport": caller.transport},
             subject_token=caller.subject_token,
             files=files_of(self.uploads, caller.identity),
+            may_use=caller.may_use,
         )
 
     # -- handlers ---------------------------------------------------------------------
@@ -279,6 +283,7 @@ class ScopegateMcpServer:
             self.session_key(ctx, identity),
             self.transport,
             subject if isinstance(subject, SubjectToken) else None,
+            self.scopes.checker(self.granted(ctx)) if self.scopes.enabled else None,
         )
         if not requires_confirmation(tool):
             outcome = await tool.run(args, self.call_context(caller, confirmed=None, call_id=uuid.uuid4().hex))

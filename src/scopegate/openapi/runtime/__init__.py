@@ -9,6 +9,7 @@ declares none), ``uploads`` (files the model names), ``ownership``, ``errors``, 
 
 from __future__ import annotations
 
+from scopegate.openapi.runtime.catalog import OperationCatalog
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
 from scopegate.openapi.runtime.credentials import Credential, FromProvider, FromState, FromSubject, Secret
 from scopegate.openapi.runtime.declared_auth import DeclaredScheme
@@ -28,6 +29,7 @@ __all__ = [
     "FromSubject",
     "HookOwner",
     "LookupOwner",
+    "OperationCatalog",
     "OperationPolicy",
     "OperationTool",
     "OperationToolset",

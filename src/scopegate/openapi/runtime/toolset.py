@@ -15,6 +15,7 @@ import httpx
 from scopegate.errors import ConfigError, UnknownNameError
 from scopegate.openapi.loader import load_document
 from scopegate.openapi.model import Operation
+from scopegate.openapi.runtime.catalog import DEFAULT_MAX_RESULTS, OperationCatalog
 from scopegate.openapi.runtime.config import OperationPolicy, ToolsetSettings
 from scopegate.openapi.runtime.declared_auth import add_declared_schemes
 from scopegate.openapi.runtime.http import make_client
@@ -23,6 +24,7 @@ from scopegate.openapi.runtime.request import pin_base_url
 from scopegate.openapi.runtime.tool import OperationTool, ToolRuntime
 from scopegate.openapi.select import Selection, select_operations
 from scopegate.openapi.translate import TranslateOptions, translate
+from scopegate.tools import ToolWrapper
 
 logger = logging.getLogger("scopegate.openapi")
 
@@ -138,3 +140,14 @@ class OperationToolset:
     async def aclose(self) -> None:
         if self._own_client:
             await self.client.aclose()
+
+    def catalog(
+        self, *, guard: ToolWrapper | None = None, max_results: int = DEFAULT_MAX_RESULTS, prefix: str = ""
+    ) -> OperationCatalog:
+        """These operations as the three catalog tools (``find_operations``, ``describe_operation``,
+        ``call_operation``), each operation run under ``guard`` when given; closing the catalog closes this
+        toolset: ``ScopegateToolset(toolset.catalog(guard=guard), guard=guard)``."""
+        runners = [guard.wrap(t) for t in self.tools] if guard is not None else None
+        return OperationCatalog.of(
+            list(self.tools), runners, max_results=max_results, prefix=prefix, on_close=self.aclose
+        )
