@@ -1,7 +1,7 @@
 """What every ``scopegate`` command shares: exit codes, error reports, JSON output, the click classes.
 
 Commands parse, call one library function and print. Everything that can go
-wrong is turned into an exit code here and nowhere else (README, "Exit codes"):
+wrong is turned into an exit code here and nowhere else (docs/reference/exit-codes.md):
 
 ====  ===========================================================================
 0     ok
