@@ -106,3 +106,9 @@ def test_no_deprecated_entry_point_is_shown(name: str) -> None:
         and any(re.search(rf"\b{name}\b", b.code) for b in readme_blocks(p.read_text("utf-8")))
     ]
     assert not shown, f"{name} (deprecated) appears in code blocks of {shown}"
+
+
+def test_readme_links_point_at_files_that_exist() -> None:
+    targets = re.findall(r"\]\((?!https?://)([^)#]+)(?:#[^)]*)?\)", README.read_text("utf-8"))
+    assert targets
+    assert not [t for t in targets if not (README.parent / t).exists()]
