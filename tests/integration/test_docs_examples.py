@@ -63,7 +63,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if any(runnable(b) for b in blocks(
 
 def test_the_walkthrough_is_among_the_pages() -> None:
     names = {p.name for p in PAGES}
-    assert {"bring-your-own-data.md", "openapi.md", "getting-started.md", "dashboard.md"} <= names
+    assert {"bring-your-own-data.md", "openapi.md", "getting-started.md", "dashboard.md", "adk.md", "mcp.md"} <= names
 
 
 def test_fences_are_parsed() -> None:

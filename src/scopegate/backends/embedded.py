@@ -700,7 +700,7 @@ class EmbeddedBackend:
             raise IngestError(
                 f"the index at {self.path} was written by a scopegate that keyed documents by id alone, so one "
                 "tenant's write could replace another's; migrate it first: scopegate migrate "
-                f"{self.path} NEW_FOLDER (see README, 'Migrating an index')"
+                f"{self.path} NEW_FOLDER (see the docs: Operations, 'Migrating an index')"
             )
         if not self._spec_stored:
             try:

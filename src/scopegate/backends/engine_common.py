@@ -557,7 +557,7 @@ class EngineBackend(ABC, Generic[ClientT]):
             raise IngestError(
                 f"{self.engine} index {', '.join(legacy)} was written by a scopegate that used the document id "
                 "alone as _id, so one tenant's write could replace another's; migrate it first "
-                "(scopegate migrate, or backend.migrate_keys(): see README, 'Migrating an index')"
+                "(scopegate migrate, or backend.migrate_keys(): see the docs: Operations, 'Migrating an index')"
             )
         self._keys_checked.update(unchecked)
 

@@ -1,7 +1,7 @@
 """What every ``scopegate`` command shares: exit codes, error reports, JSON output, the click classes.
 
 Commands parse, call one library function and print. Everything that can go
-wrong is turned into an exit code here and nowhere else (README, "Exit codes"):
+wrong is turned into an exit code here and nowhere else (docs/reference/exit-codes.md):
 
 ====  ===========================================================================
 0     ok
@@ -46,6 +46,36 @@ class ExitCode(IntEnum):
     UNAVAILABLE = 4
     INTERRUPTED = 130  # 128 + SIGINT
     PIPE_CLOSED = 141  # 128 + SIGPIPE, what the shell reports for `cat big | head`
+
+
+# What each code means, as the reference page (docs/reference/exit-codes.md) prints it: one source.
+EXIT_CODE_MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "ok",
+    ExitCode.FAILURE: (
+        "the command ran and reports a failure: `replay` past its thresholds, `check` (or `serve`) found problems"
+        " in the config, `check --deep` found a missing, empty or drifted index, `serve` refused a missing or"
+        " empty index, `ingest` rejected records (without `--allow-errors`) or refused the source (a mapped"
+        " column missing, `--unlisted refuse`), `openapi declarations --check` differs from the snapshot,"
+        " `engine … status` is not healthy, any other scopegate error"
+    ),
+    ExitCode.USAGE: (
+        "usage error: unknown command or option, a bad value, a file or folder named on the command line that"
+        " does not exist, an argument that does not load (`--spec`, an OpenAPI `SPEC` or selection,"
+        " `replay --config/--factory/--tool`), and a `search`/`get` request the tool refuses: its error envelope"
+        " (`BAD_QUERY`, `BAD_FILTER`, `BAD_PAGE`, `NO_SCOPE`, `NOT_FOUND`, …) is printed on stdout"
+    ),
+    ExitCode.NOT_FOUND: "no index: the folder given as `INDEX` or `--index` holds no scopegate index",
+    ExitCode.UNAVAILABLE: (
+        "not available: an optional extra is not installed (the message names it, e.g."
+        " `pip install 'scopegate[mcp]'`), or an engine is not (no node running, Java or Maven missing,"
+        " `SEARCH_UNAVAILABLE`)"
+    ),
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); `serve` stopped with Ctrl-C exits 0",
+    ExitCode.PIPE_CLOSED: (
+        "stdout was closed before all output was written (`scopegate … \\| head -1`): output stops quietly,"
+        " like `cat` in a pipe; if the reader leaves after everything was written, the command's own code"
+    ),
+}
 
 
 def exit_code_for(exc: BaseException) -> ExitCode:

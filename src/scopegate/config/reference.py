@@ -2,8 +2,9 @@
 
 One source: the keys, types, bounds, defaults and descriptions are those of
 :class:`scopegate.config.model.AppConfig` and :class:`scopegate.search.spec.SearchSpec`, through the
-same JSON Schema ``scopegate check --schema`` prints. The docs site inserts these pages at build
-time (``scripts/docs_hooks.py``); nothing is copied by hand. Pure: a schema in, Markdown out.
+same JSON Schema ``scopegate check --schema`` prints. ``python scripts/docs_hooks.py --write`` writes them
+into the committed reference pages (a unit test checks they match); nothing is copied by hand. Pure: a
+schema in, Markdown out.
 """
 
 from __future__ import annotations

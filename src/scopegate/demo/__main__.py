@@ -1,4 +1,4 @@
-"""``python -m scopegate.demo``: the worked example of the README (see also ``scopegate demo``)."""
+"""``python -m scopegate.demo``: the worked example (docs/getting-started.md) (see also ``scopegate demo``)."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ BODY_CLOSERS = [
 
 
 def ticket_spec() -> SearchSpec:
-    """The search surface of the demo and the tests: the worked example of the README."""
+    """The search surface of the demo and the tests: the worked example (docs/getting-started.md)."""
     return SearchSpec(
         name="search_tickets",
         description=(

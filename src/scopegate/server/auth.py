@@ -120,7 +120,7 @@ class BearerBackend(AuthenticationBackend):
         if reason == TOO_SHORT:  # an operator's mistake, not an attack: say what the rule is
             log.warning(
                 "bearer token refused (HTTP 401): token too short; tokens must be %d to %d characters "
-                "(README, MCP server)",
+                "(docs: MCP server and identity)",
                 MIN_TOKEN_CHARS,
                 MAX_TOKEN_CHARS,
             )

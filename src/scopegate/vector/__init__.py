@@ -1,4 +1,4 @@
 """Vector retrieval: encoders (ONNX, no torch; or any function), the embedded vector store, ingest with embeddings.
 
-Needs the ``vector`` extra (``pip install 'scopegate[vector]'``). See the README, "Relevance and hybrid search".
+Needs the ``vector`` extra (``pip install 'scopegate[vector]'``). See docs/relevance.md.
 """

@@ -92,27 +92,14 @@ def hooks() -> ModuleType:
     return module
 
 
-def test_readme_sections_are_rewritten_for_the_site(tmp_path: Path) -> None:
+def test_generated_sections_by_kind() -> None:
     h = hooks()
-    readme = tmp_path / "README.md"
-    readme.write_text(
-        "# t\n\n## Exit codes\n\nSee [the ADK page](docs/deployment-adk.md#x), [engines](#the-embedded-engine),"
-        " [a script](bench/bench_guard.py), [web](https://example.com) and ![shot](bench/results/d.png).\n\n"
-        "### Sub\n\nkept\n\n## Next\n\ndropped\n",
-        "utf-8",
-    )
-    body = h.readme_section("exit-codes", readme, root="../")
-    assert "[the ADK page](../deployment-adk.md#x)" in body
-    assert "engines," in body and "(#the-embedded-engine)" not in body
-    assert "a script (`bench/bench_guard.py` in the repository)" in body
-    assert "[web](https://example.com)" in body and "![shot](../assets/d.png)" in body
-    assert "kept" in body and "dropped" not in body
-    with pytest.raises(ValueError, match="no section"):
-        h.readme_section("nope", readme)
-    assert "| 141 |" in h.readme_section("exit-codes")  # the real README
     with pytest.raises(ValueError, match="unknown generated section"):
-        h.expand("<!-- generate: nothing -->")
-    assert "usage: scopegate dashboard" in h.expand("<!-- generate: cli-reference -->")
+        h.generated("nothing")
+    assert "usage: scopegate dashboard" in h.generated("cli-reference")
+    assert "| 141 |" in h.generated("exit-codes")
+    with pytest.raises(ValueError, match="marker"):
+        h.render("# a page without a marker\n")
 
 
 def test_the_cli_reference_leaves_the_command_tree_as_it_was() -> None:
