@@ -704,6 +704,22 @@ class AppConfig:
             if used is None:
                 known = ", ".join(sorted(self.backends)) or "none"
                 problems.append(Problem.at((*where, "backend"), f"unknown backend {tool.backend!r}; defined: {known}"))
+            elif tool.index_mode == "existing" and isinstance(used, EmbeddedBackendConfig):
+                problems.append(
+                    Problem.at((*where, "index_mode"), "index_mode existing is for an opensearch/elasticsearch backend")
+                )
+            elif (
+                tool.index_mode == "existing"
+                and isinstance(used, RemoteBackendConfig)
+                and (used.agent is not None or used.routing != "none")
+            ):
+                problems.append(
+                    Problem.at(
+                        (*where, "index_mode"),
+                        f"backend {tool.backend!r} sets agent or routing, which only a managed index has; "
+                        "give the existing index its own backend entry without them",
+                    )
+                )
             elif isinstance(used, EmbeddedBackendConfig):
                 key = (tool.backend, tool.index)
                 if key in embedded_indexes:
@@ -715,6 +731,8 @@ class AppConfig:
                         )
                     )
                 embedded_indexes.setdefault(key, label)
+            if tool.index_mode == "existing" and tool.aggregate is not None:
+                problems.append(Problem.at((*where, "aggregate"), "the aggregation tool serves managed indexes only"))
             for name in tool.tool_names():
                 if name in owners:
                     problems.append(Problem.at(where, f"tool name {name!r} is already used by {owners[name]}"))

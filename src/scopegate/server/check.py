@@ -113,8 +113,16 @@ async def check_config(path: str | os.PathLike[str], *, deep: bool = False) -> d
             "tools": declarations(app.tools),
             "notes": _index_notes(config) + _auth_notes(config) + _extra_notes(),
         }
+        if deep:
+            from scopegate.server.remote_indexes import remote_index_states
+
+            # OpenSearch/Elasticsearch: the live mapping check (read-only; clients open no index).
+            remote = await remote_index_states(config, app.backends)
     finally:
         await app.aclose()
     if deep:
         report["indexes"], report["problems"] = _deep_index_report(config)
+        report["indexes"] += [state.report() for state in remote]
+        report["problems"] += [line for state in remote for line in state.errors]
+        report["warnings"] = [line for state in remote for line in state.warnings]
     return report
