@@ -419,10 +419,10 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def aggregate(self, query: AggregationQuery) -> RawAggregation:
         """One ``size: 0`` search with a terms or date-histogram aggregation (:mod:`scopegate.backends.aggs`)."""
         target = self.search_target
-        if self.spec.existing:
-            raise FieldUnavailable(query.field, "cannot be counted: the aggregation tool serves managed indexes only")
-        await self._check_countable([query.field, *([query.date_field] if query.date_field else [])])
-        body = aggs.aggregation_body(self.spec, query)
+        fm = await self.field_map()  # an existing index: its fields were checked with the mapping
+        if fm is None:
+            await self._check_countable([query.field, *([query.date_field] if query.date_field else [])])
+        body = aggs.aggregation_body(self.spec, query, **_fm(fm))
         routing = dsl.scope_routing(query.scope, self.routing)  # the tenant's counts live on its shard
         response = await self._guard(target, self._search(target, body, query.client_timeout_s, routing))
         result = aggs.parse_aggregation_response(query, response)

@@ -731,8 +731,6 @@ class AppConfig:
                         )
                     )
                 embedded_indexes.setdefault(key, label)
-            if tool.index_mode == "existing" and tool.aggregate is not None:
-                problems.append(Problem.at((*where, "aggregate"), "the aggregation tool serves managed indexes only"))
             for name in tool.tool_names():
                 if name in owners:
                     problems.append(Problem.at(where, f"tool name {name!r} is already used by {owners[name]}"))
