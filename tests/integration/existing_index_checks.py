@@ -12,9 +12,11 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from google.adk.agents import LlmAgent
 from google.adk.runners import InMemoryRunner
 from google.genai import types
@@ -24,6 +26,10 @@ from team_index import COMPONENTS, CRASH_BODY, PER_TENANT, TENANTS, TeamIndex, c
 
 from scopegate.adapters.adk import adk_search_tools
 from scopegate.backends.engine_common import EngineBackend
+from scopegate.errors import BackendError, IngestError
+from scopegate.scope import Scope
+from scopegate.search.model import SearchQuery
+from scopegate.search.spec import SearchSpec
 from scopegate.server.check import check_config
 from scopegate.testing.scripted_llm import ScriptedLlm, call, final_text
 
@@ -63,8 +69,23 @@ async def _adk_events(tools: list[Any], tenant: str, model: ScriptedLlm) -> list
     return events
 
 
-async def tools_over_adk(team: TeamIndex, backend: EngineBackend[Any]) -> None:
+Make = Callable[[SearchSpec], EngineBackend[Any]]
+
+
+def search_query(text: str, tenant: str) -> SearchQuery:
+    return SearchQuery(text, Scope(tenant), (), 0, 50, 10_000, 2.0, 5.0)
+
+
+async def tools_over_adk(team: TeamIndex, make: Make) -> None:
     """Search (synonym), fetch, a filtered search and a count through the real ADK runner."""
+    backend = make(team.spec())
+    try:
+        await _adk_session(team, backend)
+    finally:
+        await backend.close()
+
+
+async def _adk_session(team: TeamIndex, backend: EngineBackend[Any]) -> None:
     spec = backend.spec
     tools: list[Any] = adk_search_tools(spec, backend, aggregate=True)
     model = ScriptedLlm(
@@ -146,6 +167,62 @@ def cli_reaches_the_index(team: TeamIndex, config: Path) -> None:
     done = cli("count", "--config", str(config), "--tenant", "initech")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["count"] == PER_TENANT + 1
+
+
+async def the_whole_path(team: TeamIndex, make: Make, folder: Path, engine: str, **config: Any) -> None:
+    """ADK, MCP and the CLI on the team's index; its mapping, settings, aliases and documents unchanged."""
+    before = await snapshot(team)
+    await tools_over_adk(team, make)
+    path = write_config(team, folder, engine, **config)
+    await tools_over_mcp(team, path)
+    cli_reaches_the_index(team, path)
+    await unchanged(team, before)
+
+
+async def alias_as_named_and_writes_refused(team: TeamIndex, make: Make) -> None:
+    backend = make(team.spec())
+    before = await snapshot(team)
+    try:
+        assert backend.search_target == team.alias  # not team.alias + "-read"
+        writes = (
+            backend.ingest([{"id": "X", "tenant": "acme"}]),
+            backend.delete(["BUG-1"], tenant="acme"),
+            backend.ensure_index(),
+            backend.drop(),
+            backend.reindex(),
+        )
+        for write in writes:
+            with pytest.raises(IngestError, match="never writes"):
+                await write
+        assert await backend.count(Scope("acme")) == PER_TENANT + 1
+    finally:
+        await backend.close()
+    await unchanged(team, before)
+
+
+async def missing_text_field_is_an_error(team: TeamIndex, make: Make) -> None:
+    """Before: the default queried `scopegate_all`, which only scopegate's ingest fills: 0 hits, status ok.
+    Now a text field the index lacks is an error naming it, never a silent 0."""
+    backend = make(team.spec(text_fields=("title^3", "body"), snippet_field="body"))
+    try:
+        with pytest.raises(BackendError, match=r"text_fields\[1\]: the text field 'body' does not exist"):
+            await backend.search(search_query("crash", "acme"))
+    finally:
+        await backend.close()
+
+
+async def isolation(team: TeamIndex, make: Make, text: str, tenant: str) -> None:
+    """0 foreign ids, whatever the words: each hit is the tenant's (its id prefix; BUG-1, in every tenant,
+    by its tenant read back through the field map)."""
+    backend = make(team.spec(result_fields=("title", "tenant")))
+    try:
+        result = await backend.search(search_query(text, tenant))
+        own = (tenant[:3].upper() + "-", "BUG-1")
+        assert all(h.doc_id.startswith(own) for h in result.hits), [h.doc_id for h in result.hits]
+        assert all(h.fields["tenant"] == tenant for h in result.hits)
+        assert result.total <= PER_TENANT + 1
+    finally:
+        await backend.close()
 
 
 async def unchanged(team: TeamIndex, before: dict[str, Any]) -> None:
