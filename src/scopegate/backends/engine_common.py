@@ -60,7 +60,13 @@ from typing import Any, Generic, TypeVar
 from scopegate.backends import aggs, dsl, layout
 from scopegate.backends.base import IngestReport, ProgressCallback
 from scopegate.backends.fieldmap import FieldMap, flatten_mapping, resolve
-from scopegate.backends.mapping_check import Finding, filter_values_body, parse_filter_values, spec_findings
+from scopegate.backends.mapping_check import (
+    Finding,
+    filter_values_body,
+    parse_filter_values,
+    query_findings,
+    spec_findings,
+)
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.aggregation import AggregationQuery, RawAggregation
@@ -354,7 +360,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         from scopegate.backends.mapping_check import value_findings
 
         fields = await self.mapped_fields()
-        findings = spec_findings(self.spec, fields)
+        findings = spec_findings(self.spec, fields) + query_findings(self.spec, fields, self.engine)
         if values and self.spec.filters and not findings:
             fm = resolve(self.spec, fields)
             body = filter_values_body(self.spec, fm.query)
@@ -371,7 +377,8 @@ class EngineBackend(ABC, Generic[ClientT]):
             return None
         if self._field_map is None:
             fields = await self.mapped_fields()
-            errors = [f for f in spec_findings(self.spec, fields) if f.severity == "error"]
+            found = spec_findings(self.spec, fields) + query_findings(self.spec, fields, self.engine)
+            errors = [f for f in found if f.severity == "error"]
             if errors:
                 raise BackendError(
                     f"the index {self.search_target!r} cannot serve {self.spec.name}: "

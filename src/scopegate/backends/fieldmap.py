@@ -39,6 +39,7 @@ class MappedField:
     parent: str | None = None  # set for a multi-field sub-field: the field whose value it indexes
     sub_fields: tuple[str, ...] = ()  # full paths of its multi-field sub-fields
     in_nested: bool = False  # under a ``nested`` object: plain term/match queries do not reach it
+    analyzers: frozenset[str] = frozenset()  # text fields: the search analyzer(s), "default" when unnamed
 
     @property
     def exact(self) -> bool:
@@ -49,14 +50,20 @@ class MappedField:
         return bool(self.types) and self.types <= TEXT_TYPES
 
 
+def _entry(parent: str | None, nested: bool) -> dict[str, Any]:
+    return {"types": set(), "parent": parent, "subs": set(), "nested": nested, "analyzers": set()}
+
+
 def _walk(props: Mapping[str, Any], prefix: str, nested: bool, out: dict[str, dict[str, Any]]) -> None:
     for name, body in props.items():
         if not isinstance(body, Mapping):
             continue
         path = f"{prefix}{name}"
         kind = str(body.get("type", "object"))
-        entry = out.setdefault(path, {"types": set(), "parent": None, "subs": set(), "nested": nested})
+        entry = out.setdefault(path, _entry(None, nested))
         entry["types"].add(kind)
+        if kind in TEXT_TYPES:
+            entry["analyzers"].add(str(body.get("search_analyzer") or body.get("analyzer") or "default"))
         inner = body.get("properties")
         if isinstance(inner, Mapping):
             _walk(inner, path + ".", nested or kind == "nested", out)
@@ -64,7 +71,7 @@ def _walk(props: Mapping[str, Any], prefix: str, nested: bool, out: dict[str, di
             if not isinstance(sub_body, Mapping):
                 continue
             sub_path = f"{path}.{sub}"
-            sub_entry = out.setdefault(sub_path, {"types": set(), "parent": path, "subs": set(), "nested": nested})
+            sub_entry = out.setdefault(sub_path, _entry(path, nested))
             sub_entry["types"].add(str(sub_body.get("type", "object")))
             entry["subs"].add(sub_path)
 
@@ -78,7 +85,14 @@ def flatten_mapping(response: Mapping[str, Any]) -> dict[str, MappedField]:
         if isinstance(props, Mapping):
             _walk(props, "", False, raw)
     return {
-        path: MappedField(path, frozenset(e["types"]), e["parent"], tuple(sorted(e["subs"])), bool(e["nested"]))
+        path: MappedField(
+            path,
+            frozenset(e["types"]),
+            e["parent"],
+            tuple(sorted(e["subs"])),
+            bool(e["nested"]),
+            frozenset(e["analyzers"]),
+        )
         for path, e in raw.items()
     }
 

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from scopegate.backends.dsl import EXISTING_COMBINED
 from scopegate.backends.fieldmap import MappedField, keyword_sub_field
 from scopegate.search.spec import SearchSpec
 
@@ -108,6 +109,21 @@ def spec_findings(spec: SearchSpec, fields: Mapping[str, MappedField]) -> list[F
             where = _key(spec, name, ("result_fields", i))
             out.append(Finding("error", where, path, f"the result field {path!r} does not exist in the index mapping"))
     return out
+
+
+def query_findings(spec: SearchSpec, fields: Mapping[str, MappedField], engine: str) -> list[Finding]:
+    """Elasticsearch's combined_fields query (the existing-index default there) needs one search analyzer
+    over all the text fields; the engine refuses it otherwise."""
+    if not spec.existing or spec.field_combination != "combined_fields":
+        return []
+    if EXISTING_COMBINED.get(engine) != "combined_fields":
+        return []
+    analyzers = {a for t in spec.text_fields for a in getattr(fields.get(spec.engine_path(t.name)), "analyzers", ())}
+    if len(analyzers) <= 1:
+        return []
+    return [Finding("error", ("field_combination",), ", ".join(spec.engine_path(t.name) for t in spec.text_fields),
+                    f"Elasticsearch's combined_fields query needs one search analyzer over the text fields, which "
+                    f"use {', '.join(sorted(analyzers))}: choose best_fields or most_fields")]  # fmt: skip
 
 
 def value_findings(spec: SearchSpec, seen: Mapping[str, Sequence[str]]) -> list[Finding]:

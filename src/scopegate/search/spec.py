@@ -154,7 +154,9 @@ class SpecFields:
     )
     index: Annotated[str, Strict(), Field(pattern=INDEX_PATTERN)] = Field(
         default_factory=lambda data: str(data["name"]),
-        description="Index or alias name (embedded: the folder under the backend path); default: the tool name.",
+        description="Index name; default: the tool name. Embedded: the folder under the backend path. OpenSearch/"
+        "Elasticsearch, index_mode managed: the base name (searched through the alias <index>-read); index_mode "
+        "existing: the index or alias searched, exactly as named.",
     )
     id_field: FieldName = Field(default="id", description="Field holding each document's id.")
     tenant_field: FieldName = Field(default="tenant_id", description="Field holding each document's tenant.")
