@@ -109,7 +109,7 @@ async def measure_engine(engine: str, url: str, collection: Collection, analyzer
                     if stands_for is not None:
                         dsl.EXISTING_COMBINED[engine] = stands_for  # the bench picks what the default stands for
                     backend = make_backend(
-                        engine, url, index=alias, index_mode="existing", field_combination=combination,
+                        engine, url, index=alias, index_mode="existing", date_field=None, field_combination=combination,
                         tie_breaker=tie, text_fields=(TextField("subject", weight), TextField("body")),
                         field_paths={"subject": "title", "body": "text", "doc_id": "doc_id"},
                     )  # fmt: skip

@@ -75,6 +75,7 @@ from scopegate.search.fields import embedding_text
 from scopegate.search.model import RawHit, RawResult, SearchQuery
 from scopegate.search.retrieval import KnnResult, retrieve
 from scopegate.search.spec import SearchSpec
+from scopegate.validation import format_path
 from scopegate.vector.encoder import Encoder, encoder_from_name
 
 MAX_QUERY_TERMS = 32
@@ -382,7 +383,7 @@ class EngineBackend(ABC, Generic[ClientT]):
             if errors:
                 raise BackendError(
                     f"the index {self.search_target!r} cannot serve {self.spec.name}: "
-                    + "; ".join(f"{'.'.join(map(str, f.key))}: {f.message}" for f in errors),
+                    + "; ".join(f"{format_path(f.key)}: {f.message}" for f in errors),
                     retryable=False,
                 )
             self._field_map = resolve(self.spec, fields)

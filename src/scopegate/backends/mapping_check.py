@@ -102,7 +102,8 @@ def spec_findings(spec: SearchSpec, fields: Mapping[str, MappedField]) -> list[F
         found = fields.get(path)
         if found is None or "date" not in found.types:
             what = "does not exist" if found is None else f"is {'/'.join(sorted(found.types))}, not date"
-            out.append(Finding("error", _key(spec, spec.date_field, ("date_field",)), path, f"the date field {what}"))
+            where = _key(spec, spec.date_field, ("date_field",))
+            out.append(Finding("error", where, path, f"the date field {path!r} {what}"))
     for i, name in enumerate(spec.result_fields):
         path = spec.engine_path(name)
         if path not in fields:
