@@ -47,6 +47,8 @@ QUERIES: dict[str, tuple[str, float, str | None]] = {
     "best_fields_tb0.3": ("best_fields", 0.3, None),
     "most_fields": ("most_fields", 0.0, None),
     "cross_fields": ("combined_fields", 0.0, "cross_fields"),
+    "cross_fields_tb0.3": ("combined_fields", 0.3, "cross_fields"),
+    "cross_fields_tb1": ("combined_fields", 1.0, "cross_fields"),
     "combined_fields": ("combined_fields", 0.0, "combined_fields"),
 }
 TITLE_WEIGHTS = (1.0, 2.0, 3.0)
@@ -97,7 +99,9 @@ def make_backend(engine: str, url: str, **spec: Any) -> EngineBackend[Any]:
     return ElasticsearchBackend(relevance_spec(**spec), url, server_major=8)
 
 
-async def measure_engine(engine: str, url: str, collection: Collection, analyzers: list[str]) -> list[dict[str, Any]]:
+async def measure_engine(
+    engine: str, url: str, collection: Collection, analyzers: list[str], only: set[str] | None = None
+) -> list[dict[str, Any]]:
     rows = []
     for analyzer in analyzers:
         index, alias = await create_index(url, collection, analyzer)
@@ -105,6 +109,8 @@ async def measure_engine(engine: str, url: str, collection: Collection, analyzer
             for name, (combination, tie, stands_for) in QUERIES.items():
                 if stands_for == "combined_fields" and engine != "elasticsearch":
                     continue  # OpenSearch has no combined_fields query
+                if only is not None and name not in only:
+                    continue
                 for weight in TITLE_WEIGHTS:
                     if stands_for is not None:
                         dsl.EXISTING_COMBINED[engine] = stands_for  # the bench picks what the default stands for
@@ -157,10 +163,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     collection = load_collection(args.collection or default_collection())
     data: dict[str, Any] = {"when": machine()["when"], "machine": machine(), "collection": collection.name,
                             "queries": len(collection.qrels), "rows": []}  # fmt: skip
+    only = set(args.only.split(",")) if args.only else None
     if args.opensearch_url:
-        data["rows"] += await measure_engine("opensearch", args.opensearch_url, collection, ["standard", "english"])
+        analyzers = args.analyzers.split(",") if args.analyzers else ["standard", "english"]
+        data["rows"] += await measure_engine("opensearch", args.opensearch_url, collection, analyzers, only)
     if args.elasticsearch_url:
-        data["rows"] += await measure_engine("elasticsearch", args.elasticsearch_url, collection, ["standard"])
+        data["rows"] += await measure_engine("elasticsearch", args.elasticsearch_url, collection, ["standard"], only)
     return data
 
 
@@ -170,6 +178,8 @@ def main() -> int:
     parser.add_argument("--elasticsearch-url", default=os.environ.get("SCOPEGATE_ELASTICSEARCH_URL"))
     parser.add_argument("--collection", type=Path)
     parser.add_argument("--out", default="existing_relevance")
+    parser.add_argument("--only", help="Comma-separated query names to measure (default: all)")
+    parser.add_argument("--analyzers", help="OpenSearch analyzers (default: standard,english)")
     data = asyncio.run(main_async(parser.parse_args()))
     write_results(parser.parse_args().out, data, markdown(data))
     print(markdown(data))

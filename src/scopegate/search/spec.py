@@ -203,7 +203,9 @@ class SpecFields:
         "to integers, changing one needs a re-ingest), best_fields (dis_max + tie_breaker) or most_fields (sum).",
     )
     tie_breaker: Annotated[float, Field(ge=0, le=1)] = Field(
-        default=0.0, description="best_fields: weight of the non-best fields' scores (0-1)."
+        default=0.0,
+        description="best_fields (and cross_fields, an existing OpenSearch index's combined_fields): weight of the "
+        "non-best fields' scores (0-1).",
     )
     retrieval: Retrieval = Field(
         default="keyword",
