@@ -286,6 +286,19 @@ async def check_names_the_mistake(url: str, engine: str, kind: str, folder: Path
     assert len(report["problems"]) == 1, report["problems"]  # one line per problem, nothing else
     done = cli("check", "--deep", str(path))
     assert done.returncode == 1 and key in done.stderr
+    # serve refuses to start on it, naming the same key; --allow-index-problems starts with it as a warning
+    done = serve(path)
+    assert done.returncode == 1 and key in done.stderr and "--allow-index-problems" in done.stderr
+    done = serve(path, "--allow-index-problems")  # stdio: ends at the end of its (empty) input
+    assert done.returncode == 0 and f"scopegate: warning: {key}" in done.stderr
+
+
+def serve(config: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "scopegate.cli", "serve", str(config), *flags],
+        capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        env={**os.environ, "SCOPEGATE_TENANT": "acme"},
+    )  # fmt: skip
 
 
 async def check_passes_a_good_index(team: TeamIndex, folder: Path, engine: str, **config: Any) -> None:
