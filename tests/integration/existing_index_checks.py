@@ -49,7 +49,9 @@ def check_planted_hit(result: dict[str, Any], tenant: str, hits_budget: int) -> 
     hit = result["results"][0]
     assert hit["component"] == "storage" and hit["status"] == "open" and hit["title"].startswith("storage daemon")
     snippet = hit["snippet"]
-    assert "crash" in snippet and len(snippet) <= 400
+    # the sentence around the match, with the words before and after it, not the match alone
+    assert "the storage daemon hit a crash while flushing the journal" in snippet, snippet
+    assert 100 <= len(snippet) <= 400
     assert CRASH_BODY.index(snippet[:40]) > 1000  # the window is around the match, not the body's head
     assert len(json.dumps(result["results"])) <= hits_budget
     assert result["total"] == 1 and result["total_relation"] == "eq"

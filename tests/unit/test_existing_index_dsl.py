@@ -73,6 +73,7 @@ def test_the_body_uses_engine_paths_and_never_the_catch_all_field() -> None:
     assert body["_source"] == ["key", "title", "meta.component", "status"]
     highlight = body["highlight"]["fields"]["description"]
     assert highlight["number_of_fragments"] == 1 and highlight["no_match_size"] == 400
+    assert "boundary_scanner" not in highlight  # "word" would make each word its own passage
     es = dsl.search_body(s, query(), fm, engine="elasticsearch")["query"]["bool"]["must"][0]
     assert es == {"combined_fields": {"query": "segfault", "fields": ["title^3", "description"], "operator": "or"}}
 
