@@ -78,6 +78,12 @@ def test_the_body_uses_engine_paths_and_never_the_catch_all_field() -> None:
     assert es == {"combined_fields": {"query": "segfault", "fields": ["title^3", "description"], "operator": "or"}}
 
 
+def test_local_snippets_fetch_the_field_instead() -> None:
+    s = spec(snippets="local")
+    body = dsl.search_body(s, query(), resolve(s, flatten_mapping(MAPPING)))
+    assert "highlight" not in body and "description" in body["_source"]
+
+
 def test_best_and_most_fields_stay_multi_match_on_an_existing_index() -> None:
     s = spec(field_combination="best_fields", tie_breaker=0.3)
     clause = dsl.text_query(s, "x", configured_map(s), engine="elasticsearch")

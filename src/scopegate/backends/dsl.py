@@ -228,7 +228,8 @@ def search_body(
     of ``_source`` (a 30 KB body is never shipped to cut 400 characters of it).
     """
     sources = spec.hit_source_fields()
-    if spec.existing:
+    engine_snippets = spec.existing and spec.snippets == "engine"
+    if engine_snippets:
         sources = tuple(n for n in sources if n != spec.snippet_field or n in spec.result_fields)
     body: dict[str, Any] = {
         "query": {
@@ -245,7 +246,7 @@ def search_body(
         # Ties broken by id: pages do not shuffle between calls or replicas.
         "sort": ["_score", {fm.q(spec.id_field): "asc"}],
     }
-    if spec.existing:
+    if engine_snippets:
         body["highlight"] = snippet_highlight(spec, fm)
     return body
 

@@ -234,6 +234,12 @@ class SpecFields:
         "Elasticsearch). existing: search the index or alias `index` exactly as named, read-only (never created, "
         "written or re-mapped); the text query runs over the text fields with the index's own analyzers.",
     )
+    snippets: Literal["engine", "local"] = Field(
+        default="engine",
+        description="existing index: where snippets are cut. engine: the engine's highlighter (one fragment around "
+        "the best match, with the index's analysis; the snippet field stays out of _source); local: the whole "
+        "snippet field is fetched and cut by scopegate (faster on a local node, ~100x the bytes for long texts).",
+    )
     field_paths: Mapping[FieldName, EnginePath] = Field(
         default_factory=dict,
         description="existing index: the engine field path behind a field name of this spec (id, tenant, groups, "
