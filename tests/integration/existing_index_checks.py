@@ -22,7 +22,7 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from team_index import COMPONENTS, CRASH_BODY, PER_TENANT, TENANTS, TeamIndex, create_raw, snapshot
+from team_index import COMPONENTS, CRASH_BODY, PER_TENANT, TENANTS, TeamIndex, create_raw, drop, snapshot
 
 from scopegate.adapters.adk import adk_search_tools
 from scopegate.backends.engine_common import EngineBackend
@@ -279,6 +279,14 @@ async def check_names_the_mistake(url: str, engine: str, kind: str, folder: Path
     mapping = mistaken(kind)
     index = await create_raw(url, mapping) if mapping is not None else "teambugs-never-created"
     team = TeamIndex(url, index, index, synonyms=False)
+    try:
+        await _names_the_mistake(team, engine, kind, folder, **config)
+    finally:
+        if mapping is not None:
+            await drop(team)
+
+
+async def _names_the_mistake(team: TeamIndex, engine: str, kind: str, folder: Path, **config: Any) -> None:
     path = folder / f"{kind.replace(' ', '-')}.json"
     path.write_text(json.dumps(team.config(engine, **config)), "utf-8")
     report = await check_config(path, deep=True)
