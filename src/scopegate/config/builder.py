@@ -193,9 +193,16 @@ def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBa
             from scopegate.backends.opensearch import OpenSearchBackend
         except ImportError as exc:
             raise FeatureUnavailable.missing("the opensearch backend", "opensearch", exc) from exc
-        auth: Any = _sigv4_auth(cfg.aws_sigv4) if cfg.aws_sigv4 is not None else credentials
-        headers = {"authorization": f"Bearer {bearer}"} if bearer is not None else None
-        return OpenSearchBackend(spec, urls, http_auth=auth, headers=headers, **common)
+        extra: dict[str, Any] = {"http_auth": credentials}
+        if cfg.aws_sigv4 is not None:
+            from opensearchpy import AsyncHttpConnection
+
+            # The async signer is a callable http_auth, which AsyncHttpConnection calls per request
+            # (the default aiohttp connection takes basic auth only).
+            extra = {"http_auth": _sigv4_auth(cfg.aws_sigv4), "connection_class": AsyncHttpConnection}
+        if bearer is not None:
+            extra["headers"] = {"authorization": f"Bearer {bearer}"}
+        return OpenSearchBackend(spec, urls, **extra, **common)
     try:
         from scopegate.backends.elasticsearch import CLIENT_MAJOR, ElasticsearchBackend
     except ImportError as exc:
