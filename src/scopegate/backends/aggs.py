@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from scopegate.backends.dsl import format_timeout, parse_total, partial_reason, scope_filters
+from scopegate.backends.fieldmap import IDENTITY, FieldMap
 from scopegate.search.aggregation import AggregationQuery, RawAggregation, RawBucket
 from scopegate.search.dates import day_of_epoch_ms, epoch_ms
 from scopegate.search.spec import SearchSpec
@@ -25,16 +26,16 @@ from scopegate.search.spec import SearchSpec
 CALENDAR_INTERVALS = {"day": "day", "week": "week", "month": "month"}
 
 
-def aggregation_filters(spec: SearchSpec, query: AggregationQuery) -> list[dict[str, Any]]:
-    """Scope, the chosen filters and the time range ``[start, end)`` as filter clauses."""
-    filters = scope_filters(spec, query.scope)
-    filters += [{"term": {name: value}} for name, value in query.filters]
+def aggregation_filters(spec: SearchSpec, query: AggregationQuery, fm: FieldMap = IDENTITY) -> list[dict[str, Any]]:
+    """Scope, the chosen filters and the time range ``[start, end)`` as filter clauses (engine paths of ``fm``)."""
+    filters = scope_filters(spec, query.scope, fm)
+    filters += [{"term": {fm.q(name): value}} for name, value in query.filters]
     if query.date_field is not None and query.start is not None and query.end is not None:
         filters.append(
             {
                 "range": {
                     # Epoch milliseconds: a date-only bound would be widened to the end of its day for some operators.
-                    query.date_field: {
+                    fm.q(query.date_field): {
                         "gte": epoch_ms(query.start),
                         "lt": epoch_ms(query.end),
                         "format": "epoch_millis",
@@ -45,28 +46,29 @@ def aggregation_filters(spec: SearchSpec, query: AggregationQuery) -> list[dict[
     return filters
 
 
-def aggregation_body(spec: SearchSpec, query: AggregationQuery) -> dict[str, Any]:
-    """The ``_search`` body counting ``query`` (see the module docstring)."""
+def aggregation_body(spec: SearchSpec, query: AggregationQuery, fm: FieldMap = IDENTITY) -> dict[str, Any]:
+    """The ``_search`` body counting ``query`` (see the module docstring); ``fm``: an existing index's paths."""
     aggs: dict[str, Any]
+    field = fm.q(query.field)
     if query.kind == "terms":
         aggs = {
             "counts": {
                 "terms": {
-                    "field": query.field,
+                    "field": field,
                     "size": max(1, len(query.values)),
                     "include": list(query.values),
                     "min_doc_count": 1,
                     "show_term_doc_count_error": True,
                 }
             },
-            "no_value": {"missing": {"field": query.field}},
+            "no_value": {"missing": {"field": field}},
         }
     else:
         assert query.interval is not None
         aggs = {
             "counts": {
                 "date_histogram": {
-                    "field": query.field,
+                    "field": field,
                     "calendar_interval": CALENDAR_INTERVALS[query.interval],
                     "time_zone": "UTC",
                     "min_doc_count": 1,
@@ -77,7 +79,7 @@ def aggregation_body(spec: SearchSpec, query: AggregationQuery) -> dict[str, Any
         "size": 0,
         "track_total_hits": True,
         "timeout": format_timeout(query.engine_timeout_s),
-        "query": {"bool": {"filter": aggregation_filters(spec, query)}},
+        "query": {"bool": {"filter": aggregation_filters(spec, query, fm)}},
         "aggs": aggs,
     }
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from scopegate.backends.base import document_problem
+from scopegate.backends.fieldmap import IDENTITY, FieldMap
 from scopegate.errors import ConfigError
 from scopegate.scope import Scope, document_key
 from scopegate.search.dates import normalise_date
@@ -139,63 +140,115 @@ def format_timeout(seconds: float) -> str:
 # -- queries ---------------------------------------------------------------
 
 
-def scope_filters(spec: SearchSpec, scope: Scope) -> list[dict[str, Any]]:
-    """Filter clauses that confine a request to ``scope``.
+def scope_filters(spec: SearchSpec, scope: Scope, fm: FieldMap = IDENTITY) -> list[dict[str, Any]]:
+    """Filter clauses that confine a request to ``scope`` (on the engine paths of ``fm``).
 
     With a group field, a scope without groups sees no group-restricted
     document (``terms`` with an empty list matches nothing), as in the embedded engine.
     """
-    clauses: list[dict[str, Any]] = [{"term": {spec.tenant_field: scope.tenant_id}}]
+    clauses: list[dict[str, Any]] = [{"term": {fm.q(spec.tenant_field): scope.tenant_id}}]
     if spec.group_field:
-        clauses.append({"terms": {spec.group_field: sorted(set(scope.group_ids))}})
+        clauses.append({"terms": {fm.q(spec.group_field): sorted(set(scope.group_ids))}})
     return clauses
 
 
-def text_fields(spec: SearchSpec) -> list[str]:
-    return [t.name if t.boost == 1.0 else f"{t.name}^{t.boost:g}" for t in spec.text_fields]
+def text_fields(spec: SearchSpec, fm: FieldMap = IDENTITY) -> list[str]:
+    return [fm.q(t.name) if t.boost == 1.0 else f"{fm.q(t.name)}^{t.boost:g}" for t in spec.text_fields]
 
 
-def text_query(spec: SearchSpec, text: str) -> dict[str, Any]:
+# The query an existing index gets for ``field_combination: combined_fields`` (it has no catch-all field):
+# Elasticsearch's own combined_fields query (BM25F over the fields), OpenSearch's nearest, cross_fields
+# (term statistics blended across the fields); chosen on SciFact (bench/results/existing_relevance.md).
+EXISTING_COMBINED = {"elasticsearch": "combined_fields", "opensearch": "cross_fields"}
+
+
+def text_query(spec: SearchSpec, text: str, fm: FieldMap = IDENTITY, *, engine: str = "opensearch") -> dict[str, Any]:
     """The scored part: the model's text as a match query, fields combined as the spec says.
 
     combined_fields is a ``match`` on the catch-all field that ingest fills
     with each field repeated by its weight (BM25F, see scopegate.search.fields):
     OpenSearch has no ``combined_fields`` query, and the embedded engine uses
-    the same field, so the three engines score alike.
+    the same field, so the three engines score alike. An existing index has no
+    such field: there the query names the text fields themselves (and so can
+    never query a field only scopegate's ingest fills), with the index's analyzers.
     """
-    if spec.field_combination == "combined_fields":
+    combination: str = spec.field_combination
+    if combination == "combined_fields" and not spec.existing:
         return {"match": {COMBINED_FIELD: {"query": text, "operator": "or"}}}
+    if combination == "combined_fields":
+        combination = EXISTING_COMBINED.get(engine, "cross_fields")
+        if combination == "combined_fields":
+            return {"combined_fields": {"query": text, "fields": text_fields(spec, fm), "operator": "or"}}
     multi: dict[str, Any] = {
         "query": text,
-        "type": spec.field_combination,
-        "fields": text_fields(spec),
+        "type": combination,
+        "fields": text_fields(spec, fm),
         "operator": "or",
     }
-    if spec.field_combination == "best_fields" and spec.tie_breaker:
+    if combination in ("best_fields", "cross_fields") and spec.tie_breaker:
         multi["tie_breaker"] = spec.tie_breaker
     return {"multi_match": multi}
 
 
-def query_filters(spec: SearchSpec, query: SearchQuery) -> list[dict[str, Any]]:
+def query_filters(spec: SearchSpec, query: SearchQuery, fm: FieldMap = IDENTITY) -> list[dict[str, Any]]:
     """Scope and the chosen filters as ``filter`` clauses."""
-    filters = scope_filters(spec, query.scope)
+    filters = scope_filters(spec, query.scope, fm)
     for name, value in query.filters:
-        filters.append({"term": {name: value}})
+        filters.append({"term": {fm.q(name): value}})
     return filters
 
 
-def search_body(spec: SearchSpec, query: SearchQuery) -> dict[str, Any]:
-    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``."""
+def snippet_highlight(spec: SearchSpec, fm: FieldMap = IDENTITY) -> dict[str, Any]:
+    """The engine's highlighter cuts the snippet: one fragment around the best match, with the index's own
+    analysis (a synonym match too), plain text (empty tags), or the field's head for a hit matched only by
+    other fields (``no_match_size``). The shaper then bounds it as any snippet."""
     return {
-        "query": {"bool": {"must": [text_query(spec, query.text)], "filter": query_filters(spec, query)}},
+        "fields": {
+            fm.s(spec.snippet_field): {
+                # Sentence passages of about fragment_size (the unified default); the "word" scanner would
+                # make every word its own passage: a one-word snippet.
+                "type": "unified",
+                "fragment_size": spec.snippet_chars,
+                "number_of_fragments": 1,
+                "no_match_size": spec.snippet_chars,
+                "order": "score",
+                "pre_tags": [""],
+                "post_tags": [""],
+            }
+        }
+    }
+
+
+def search_body(
+    spec: SearchSpec, query: SearchQuery, fm: FieldMap = IDENTITY, *, engine: str = "opensearch"
+) -> dict[str, Any]:
+    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``.
+
+    On an existing index the snippet comes from the engine's highlighter and the snippet field stays out
+    of ``_source`` (a 30 KB body is never shipped to cut 400 characters of it).
+    """
+    sources = spec.hit_source_fields()
+    engine_snippets = spec.existing and spec.snippets == "engine"
+    if engine_snippets:
+        sources = tuple(n for n in sources if n != spec.snippet_field or n in spec.result_fields)
+    body: dict[str, Any] = {
+        "query": {
+            "bool": {
+                "must": [text_query(spec, query.text, fm, engine=engine)],
+                "filter": query_filters(spec, query, fm),
+            }
+        },
         "from": query.offset,
         "size": query.limit,
         "timeout": format_timeout(query.engine_timeout_s),
         "track_total_hits": query.track_total_up_to,
-        "_source": list(spec.hit_source_fields()),
+        "_source": fm.source_paths(sources),
         # Ties broken by id: pages do not shuffle between calls or replicas.
-        "sort": ["_score", {spec.id_field: "asc"}],
+        "sort": ["_score", {fm.q(spec.id_field): "asc"}],
     }
+    if engine_snippets:
+        body["highlight"] = snippet_highlight(spec, fm)
+    return body
 
 
 def knn_body(spec: SearchSpec, query: SearchQuery, vector: list[float], k: int, *, engine: str) -> dict[str, Any]:
@@ -225,14 +278,16 @@ def knn_body(spec: SearchSpec, query: SearchQuery, vector: list[float], k: int, 
     return body
 
 
-def ids_body(spec: SearchSpec, doc_ids: list[str], scope: Scope, *, timeout_s: float) -> dict[str, Any]:
+def ids_body(
+    spec: SearchSpec, doc_ids: list[str], scope: Scope, *, timeout_s: float, fm: FieldMap = IDENTITY
+) -> dict[str, Any]:
     """Stored fields of several documents by id, only those in scope."""
     return {
-        "query": {"bool": {"filter": [{"terms": {spec.id_field: doc_ids}}, *scope_filters(spec, scope)]}},
+        "query": {"bool": {"filter": [{"terms": {fm.q(spec.id_field): doc_ids}}, *scope_filters(spec, scope, fm)]}},
         "size": len(doc_ids),
         "track_total_hits": False,
         "timeout": format_timeout(timeout_s),
-        "_source": list(spec.hit_source_fields()),
+        "_source": fm.source_paths(spec.hit_source_fields()),
     }
 
 
@@ -247,7 +302,9 @@ def vector_mapping(dim: int, *, engine: str) -> dict[str, Any]:
     }
 
 
-def fetch_body(spec: SearchSpec, doc_id: str, scope: Scope, *, timeout_s: float | None = None) -> dict[str, Any]:
+def fetch_body(
+    spec: SearchSpec, doc_id: str, scope: Scope, *, timeout_s: float | None = None, fm: FieldMap = IDENTITY
+) -> dict[str, Any]:
     """One document by id, only if it is in scope: the scope is part of the request.
 
     The id is matched as a ``term`` on the spec's keyword id field rather than
@@ -255,19 +312,19 @@ def fetch_body(spec: SearchSpec, doc_id: str, scope: Scope, *, timeout_s: float 
     their own ``_id`` values, and scopegate's own ingest uses the id as ``_id`` anyway.
     """
     body: dict[str, Any] = {
-        "query": {"bool": {"filter": [{"term": {spec.id_field: doc_id}}, *scope_filters(spec, scope)]}},
+        "query": {"bool": {"filter": [{"term": {fm.q(spec.id_field): doc_id}}, *scope_filters(spec, scope, fm)]}},
         "size": 1,
         "track_total_hits": False,
-        "_source": list(spec.stored_fields()),
+        "_source": fm.source_paths(spec.stored_fields()),
     }
     if timeout_s is not None:
         body["timeout"] = format_timeout(timeout_s)
     return body
 
 
-def count_body(spec: SearchSpec, scope: Scope) -> dict[str, Any]:
+def count_body(spec: SearchSpec, scope: Scope, fm: FieldMap = IDENTITY) -> dict[str, Any]:
     """``_count`` body: every document inside ``scope``."""
-    return {"query": {"bool": {"filter": scope_filters(spec, scope)}}}
+    return {"query": {"bool": {"filter": scope_filters(spec, scope, fm)}}}
 
 
 # -- index ----------------------------------------------------------------
@@ -561,12 +618,28 @@ def partial_reason(response: Mapping[str, Any]) -> str | None:
     return "; ".join(reasons) or None
 
 
-def parse_search_response(spec: SearchSpec, response: Mapping[str, Any], terms: tuple[str, ...] = ()) -> RawResult:
-    """Engine ``_search`` response -> :class:`RawResult` (hits, honest total, partial flag)."""
+def hit_fields(spec: SearchSpec, hit: Mapping[str, Any], fm: FieldMap | None) -> dict[str, Any]:
+    """A hit's fields by spec name: ``_source`` as is (a managed index), or read through ``fm`` with the
+    highlighter's fragment as the snippet field's value (an existing index)."""
+    source = dict(hit.get("_source") or {})
+    if fm is None:
+        return source
+    fields = fm.model_fields(source, spec.stored_fields())
+    fragments = (hit.get("highlight") or {}).get(fm.s(spec.snippet_field))
+    if fragments:
+        fields[spec.snippet_field] = str(fragments[0])
+    return fields
+
+
+def parse_search_response(
+    spec: SearchSpec, response: Mapping[str, Any], terms: tuple[str, ...] = (), fm: FieldMap | None = None
+) -> RawResult:
+    """Engine ``_search`` response -> :class:`RawResult` (hits, honest total, partial flag); ``fm``: read the
+    fields of an existing index by their spec names."""
     hits_obj = response.get("hits") or {}
     hits = []
     for hit in hits_obj.get("hits", []):
-        source = dict(hit.get("_source") or {})
+        source = hit_fields(spec, hit, fm)
         doc_id = source.get(spec.id_field, hit.get("_id"))
         score = hit.get("_score")
         if score is None:  # sorted responses may carry the score in "sort" only
@@ -587,10 +660,14 @@ def parse_search_response(spec: SearchSpec, response: Mapping[str, Any], terms: 
     )
 
 
-def parse_fetch_response(response: Mapping[str, Any]) -> dict[str, Any] | None:
+def parse_fetch_response(
+    response: Mapping[str, Any], spec: SearchSpec | None = None, fm: FieldMap | None = None
+) -> dict[str, Any] | None:
     hits = (response.get("hits") or {}).get("hits") or []
     if not hits:
         return None
+    if spec is not None and fm is not None:
+        return fm.model_fields(dict(hits[0].get("_source") or {}), spec.stored_fields())
     return dict(hits[0].get("_source") or {})
 
 

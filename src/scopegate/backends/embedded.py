@@ -235,6 +235,8 @@ class EmbeddedBackend:
             raise ConfigError("max_pending_writes must be at least 1")
         if not 0 <= writer_nice <= 19:
             raise ConfigError("writer_nice must be between 0 and 19")
+        if spec.existing:
+            raise ConfigError("index_mode existing is for OpenSearch/Elasticsearch; an embedded index is managed")
         self.spec = spec
         self.path = Path(path) if path is not None else None
         self.writer_wait_s = max(0.0, writer_wait_s)

@@ -60,6 +60,14 @@ from typing import Any, Generic, TypeVar
 
 from scopegate.backends import aggs, dsl, layout
 from scopegate.backends.base import IngestReport, ProgressCallback
+from scopegate.backends.fieldmap import FieldMap, flatten_mapping, resolve
+from scopegate.backends.mapping_check import (
+    Finding,
+    filter_values_body,
+    parse_filter_values,
+    query_findings,
+    spec_findings,
+)
 from scopegate.backends.outage import FailureLog, host_list, quiet_client_loggers
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
@@ -69,6 +77,7 @@ from scopegate.search.fields import embedding_text
 from scopegate.search.model import RawHit, RawResult, SearchQuery
 from scopegate.search.retrieval import KnnResult, retrieve
 from scopegate.search.spec import SearchSpec
+from scopegate.validation import format_path
 from scopegate.vector.encoder import Encoder, encoder_from_name
 
 log = logging.getLogger(__name__)
@@ -85,6 +94,11 @@ FAILOVER_STATUS = (502, 503, 504)
 
 
 ClientT = TypeVar("ClientT")
+
+
+def _fm(fm: FieldMap | None) -> dict[str, FieldMap]:
+    """``fm=`` for a dsl builder: the resolved map of an existing index, nothing for a managed one."""
+    return {} if fm is None else {"fm": fm}
 
 
 class EngineBackend(ABC, Generic[ClientT]):
@@ -128,6 +142,8 @@ class EngineBackend(ABC, Generic[ClientT]):
             raise ConfigError("shards must be at least 1 and replicas at least 0")
         if alias_filter and agent is None:
             raise ConfigError("alias_filter needs an agent: the shared read alias is also the write alias")
+        if spec.existing and (agent is not None or routing != "none"):
+            raise ConfigError("an existing index is searched as named: agent and routing are for managed indexes")
         self.spec = spec
         self.on_partial = on_partial
         self.names = dsl.IndexNames(spec.index)
@@ -151,6 +167,8 @@ class EngineBackend(ABC, Generic[ClientT]):
             self.encoder = encoder or encoder_from_name(spec.embedder)
             self._encode_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"scopegate-{self.engine}-encode")
         self._target: str | None = None  # pinned(): search this index instead of the alias
+        # index_mode existing: the field paths, resolved against the index's mapping on first use
+        self._field_map: FieldMap | None = None
         self._owns_clients = True
         hosts = [url] if isinstance(url, str) else list(url)
         quiet_client_loggers()
@@ -181,7 +199,10 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     @property
     def search_target(self) -> str:
-        """What searches and fetches address: a pinned index, the agent's alias, or the read alias."""
+        """What searches and fetches address: a pinned index, the agent's alias, the read alias, or (an
+        existing index) the index or alias exactly as the spec names it."""
+        if self.spec.existing:
+            return self._target or self.spec.index
         return self._target or self.agent_alias or self.names.read_alias
 
     def pinned(self, index: str) -> EngineBackend[ClientT]:
@@ -330,18 +351,72 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     async def get_many(self, doc_ids: Sequence[str], scope: Scope) -> dict[str, dict[str, Any]]:
         target = self.search_target
-        body = dsl.ids_body(self.spec, list(doc_ids), scope, timeout_s=self.spec.engine_timeout_s)
+        fm = await self.field_map()
+        body = dsl.ids_body(self.spec, list(doc_ids), scope, timeout_s=self.spec.engine_timeout_s, **_fm(fm))
         routing = dsl.scope_routing(scope, self.routing)  # every id in scope is the tenant's: one shard
         response = await self._guard(target, self._search(target, body, self.spec.client_timeout_s, routing))
-        hits: tuple[RawHit, ...] = dsl.parse_search_response(self.spec, response).hits
+        hits: tuple[RawHit, ...] = dsl.parse_search_response(self.spec, response, fm=fm).hits
         return {h.doc_id: h.fields for h in hits}
 
+    # -- an existing index (index_mode: existing) ---------------------------
+    async def index_mapping(self) -> Mapping[str, Any]:
+        """``GET <search target>/_mapping``: ``{index: {"mappings": ...}}`` for each index behind it (read-only)."""
+        target = self.search_target
+        response: Mapping[str, Any] = await self._guard(target, self._mapping(target))
+        return response
+
+    async def mapped_fields(self) -> dict[str, Any]:
+        """The flattened mapping of the indices behind :attr:`search_target` (``path -> MappedField``)."""
+        return dict(flatten_mapping(await self.index_mapping()))
+
+    async def mapping_findings(self, *, values: bool = True) -> list[Finding]:
+        """The live mapping check of an existing index: each way its mapping fails the spec, and (``values``)
+        each configured filter value no document has. Read-only; a missing index raises MissingIndexError."""
+        from scopegate.backends.mapping_check import value_findings
+
+        fields = await self.mapped_fields()
+        findings = spec_findings(self.spec, fields) + query_findings(self.spec, fields, self.engine)
+        if values and self.spec.filters and not findings:
+            fm = resolve(self.spec, fields)
+            body = filter_values_body(self.spec, fm.query)
+            target = self.search_target
+            response = await self._guard(target, self._search(target, body, ADMIN_TIMEOUT_S))
+            findings += value_findings(self.spec, parse_filter_values(self.spec, response))
+        return findings
+
+    async def field_map(self) -> FieldMap | None:
+        """None for a managed index; for an existing one, its field paths resolved against its mapping (read
+        once). A mapping that cannot serve the spec (a missing tenant or text field, a tenant field that is
+        text) is an error here, never a silent 0 results."""
+        if not self.spec.existing:
+            return None
+        if self._field_map is None:
+            fields = await self.mapped_fields()
+            found = spec_findings(self.spec, fields) + query_findings(self.spec, fields, self.engine)
+            errors = [f for f in found if f.severity == "error"]
+            if errors:
+                raise BackendError(
+                    f"the index {self.search_target!r} cannot serve {self.spec.name}: "
+                    + "; ".join(f"{format_path(f.key)}: {f.message}" for f in errors),
+                    retryable=False,
+                )
+            self._field_map = resolve(self.spec, fields)
+        return self._field_map
+
+    def _refuse_write(self, action: str) -> None:
+        if self.spec.existing:
+            raise IngestError(
+                f"{self.spec.name}: index_mode is existing, so scopegate never writes to {self.spec.index!r} "
+                f"(refused: {action}); fill it with your own pipeline"
+            )
+
     async def keyword_search(self, query: SearchQuery) -> RawResult:
-        body = dsl.search_body(self.spec, query)
+        fm = await self.field_map()
+        body = dsl.search_body(self.spec, query, **_fm(fm), engine=self.engine)
         target = self.search_target
         routing = dsl.scope_routing(query.scope, self.routing)
         response = await self._guard(target, self._search(target, body, query.client_timeout_s, routing))
-        result = dsl.parse_search_response(self.spec, response, unique_terms(query.text, MAX_QUERY_TERMS))
+        result = dsl.parse_search_response(self.spec, response, unique_terms(query.text, MAX_QUERY_TERMS), fm)
         if result.partial and self.on_partial == "error":
             raise BackendError(f"{self.engine} returned partial results: {result.partial_reason}", retryable=True)
         return result
@@ -353,10 +428,11 @@ class EngineBackend(ABC, Generic[ClientT]):
         is an error, not "not found": the document may sit on the missing shard.
         """
         target = self.search_target
-        body = dsl.fetch_body(self.spec, doc_id, scope, timeout_s=self.spec.engine_timeout_s)
+        fm = await self.field_map()
+        body = dsl.fetch_body(self.spec, doc_id, scope, timeout_s=self.spec.engine_timeout_s, **_fm(fm))
         routing = dsl.doc_address(self.spec, scope.tenant_id, doc_id, self.routing).routing
         response = await self._guard(target, self._search(target, body, self.spec.client_timeout_s, routing))
-        doc = dsl.parse_fetch_response(response)
+        doc = dsl.parse_fetch_response(response, self.spec, fm)
         reason = dsl.partial_reason(response)
         if doc is None and reason is not None:
             raise BackendError(f"{self.engine} could not look everywhere for the document: {reason}", retryable=True)
@@ -365,8 +441,10 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def aggregate(self, query: AggregationQuery) -> RawAggregation:
         """One ``size: 0`` search with a terms or date-histogram aggregation (:mod:`scopegate.backends.aggs`)."""
         target = self.search_target
-        await self._check_countable([query.field, *([query.date_field] if query.date_field else [])])
-        body = aggs.aggregation_body(self.spec, query)
+        fm = await self.field_map()  # an existing index: its fields were checked with the mapping
+        if fm is None:
+            await self._check_countable([query.field, *([query.date_field] if query.date_field else [])])
+        body = aggs.aggregation_body(self.spec, query, **_fm(fm))
         routing = dsl.scope_routing(query.scope, self.routing)  # the tenant's counts live on its shard
         response = await self._guard(target, self._search(target, body, query.client_timeout_s, routing))
         result = aggs.parse_aggregation_response(query, response)
@@ -398,8 +476,9 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def count(self, scope: Scope) -> int:
         """Documents in ``scope`` (exact; an error when shards are missing)."""
         target = self.search_target
+        fm = await self.field_map()
         routing = dsl.scope_routing(scope, self.routing)
-        response = await self._guard(target, self._count(target, dsl.count_body(self.spec, scope), routing))
+        response = await self._guard(target, self._count(target, dsl.count_body(self.spec, scope, **_fm(fm)), routing))
         reason = dsl.partial_reason(response)
         if reason is not None:
             raise BackendError(f"{self.engine} could not count every shard: {reason}", retryable=True)
@@ -473,6 +552,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
         Returns the write index.
         """
+        self._refuse_write("ensure_index")
         alias = self.names.read_alias
         targets = await self._guard(alias, self._alias_targets(alias))
         if targets:
@@ -541,6 +621,7 @@ class EngineBackend(ABC, Generic[ClientT]):
                 return counts
 
     async def refresh(self) -> None:
+        self._refuse_write("refresh")
         await self._guard(self.names.read_alias, self._refresh(self.names.read_alias))
 
     async def _check_keys(self, indices: list[str]) -> None:
@@ -563,6 +644,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     async def drop(self) -> None:
         """Delete every versioned index and the template (tests, re-ingest from scratch)."""
+        self._refuse_write("drop")
         await self._guard(self.names.pattern, self._delete_indices(self.names.pattern))
         await self._guard(self.names.template, self._delete_template(self.names.template))
         self._ready = False
@@ -575,6 +657,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         mapping change); without, the engine copies the current index
         (``_reindex``, routing kept). Returns ``(current index, new index)``.
         """
+        self._refuse_write("build_next_version")
         alias = self.names.read_alias
         old = await self._guard(alias, self._alias_targets(alias))
         if not old:
@@ -626,6 +709,7 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def swap_to(self, index: str) -> layout.AliasState:
         """Move the read alias and every agent alias to ``index`` in one atomic call (and ``-previous`` to
         the version they leave); returns where they were."""
+        self._refuse_write("swap_to")
         before = await self.alias_state()
         previous = await self.alias_targets(self.previous_alias)
         actions = layout.move_aliases_actions(before, index, previous=self.previous_alias, previous_targets=previous)
@@ -670,6 +754,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         on any index. Stop writers meanwhile: searches keep reading the old
         index until the atomic alias swap.
         """
+        self._refuse_write("migrate_keys")
         _old, new = await self.build_next_version([])
         try:
             batch: list[dict[str, Any]] = []
@@ -694,6 +779,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     async def drop_index(self, index: str) -> None:
         """Delete one index (e.g. a version no alias points at any more)."""
+        self._refuse_write("drop_index")
         await self._guard(index, self._delete_indices(index))
 
     # -- writes -----------------------------------------------------------
@@ -705,6 +791,7 @@ class EngineBackend(ABC, Generic[ClientT]):
         progress: ProgressCallback | None = None,
     ) -> IngestReport:
         """Upsert by id through the write alias, ``bulk_concurrency`` bulk requests in flight."""
+        self._refuse_write("ingest")
         if batch_size < 1:
             raise IngestError("batch_size must be at least 1")
         if not self._ready:
@@ -791,6 +878,7 @@ class EngineBackend(ABC, Generic[ClientT]):
 
     async def delete(self, doc_ids: Iterable[str], *, tenant: str) -> int:
         """Delete the documents ``(tenant, id)``; another tenant's document with the same id is untouched."""
+        self._refuse_write("delete")
         try:
             owner = canonical_id(tenant, "tenant")
         except ScopeMissing as exc:

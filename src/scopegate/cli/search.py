@@ -1,11 +1,12 @@
-"""``scopegate demo|ingest|search|get|spec``: the embedded engine from the command line."""
+"""``scopegate demo|ingest|search|get|count|spec``: the tools from the command line (embedded folders, or any
+configured backend with ``--config``)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +24,9 @@ from scopegate.errors import IngestError, ScopeNotCarried
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.local import ToolKind
 from scopegate.search.spec import SearchSpec
+
+if TYPE_CHECKING:
+    from scopegate.config.run_tool import ConfigToolKind
 
 SPEC_HELP = (
     "Search spec file: JSON, YAML or TOML with the keys of one search_tools entry of a config, without backend "
@@ -220,9 +224,48 @@ def _call(index: str, kind: ToolKind, args: dict[str, Any], scope: Scope) -> int
     return exit_code_for_result(result)
 
 
-@click.command(cls=Command, short_help="Run the search tool against an embedded index.")
-@click.argument("index", type=existing_dir())
-@click.argument("query")
+def _call_config(config: str, tool: str | None, kind: ConfigToolKind, args: dict[str, Any], scope: Scope) -> int:
+    from scopegate.config.run_tool import run_config_tool
+    from scopegate.errors import UnknownNameError
+
+    with usage_errors("--tool/--group/--user", ScopeNotCarried, UnknownNameError):
+        result = asyncio.run(run_config_tool(config, tool, kind, args, scope))
+    echo_json(result)
+    return exit_code_for_result(result)
+
+
+def _target(args: tuple[str, ...], config: str | None, tool: str | None, rest: str) -> tuple[str | None, list[str]]:
+    """(INDEX folder or None with --config, the remaining arguments), checked like click would."""
+    wanted = len(rest.split())
+    if config is None:
+        if tool is not None:
+            raise click.UsageError("--tool needs --config")
+        if len(args) != wanted + 1:
+            raise click.UsageError(f"expected INDEX {rest}".rstrip() + f", got {len(args)} argument(s)")
+        if not os.path.isdir(args[0]):
+            raise click.BadParameter(f"folder {args[0]!r} does not exist", param_hint="'INDEX'")
+        return args[0], list(args[1:])
+    if len(args) != wanted:
+        raise click.UsageError(f"with --config, expected {rest or 'no arguments'}, got {len(args)} argument(s)")
+    return None, list(args)
+
+
+def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """--config FILE and --tool NAME: call a configured tool on its own backend (any engine)."""
+    command = click.option(
+        "--tool", help="With --config: the search tool (or its fetch tool) to call; needed when it has several."
+    )(command)
+    return click.option(
+        "--config",
+        "config_path",
+        type=existing_file(),
+        help="Call the tool of this config file (the one `scopegate serve` reads) on its own backend: embedded, "
+        "OpenSearch or Elasticsearch; INDEX is then left out.",
+    )(command)
+
+
+@click.command(cls=Command, short_help="Run the search tool against an index (embedded folder or --config).")
+@click.argument("paths", nargs=-1, required=True, metavar="[INDEX] QUERY")
 @click.option(
     "--filter",
     "filters",
@@ -232,31 +275,85 @@ def _call(index: str, kind: ToolKind, args: dict[str, Any], scope: Scope) -> int
     help="An enumerated filter (repeatable).",
 )
 @click.option("--page", type=int, default=1, help="Result page (default 1).")
+@_config_options
 @_scope_options
 def search(
-    index: str,
-    query: str,
+    paths: tuple[str, ...],
     filters: dict[str, str],
     page: int,
+    config_path: str | None,
+    tool: str | None,
     tenant: str,
     group: tuple[str, ...],
     groups: str | None,
     user: str | None,
 ) -> int:
-    """Call the search tool on the index folder INDEX with the keywords QUERY, as a model would, inside one
-    session's scope (written under the index spec's scope_keys), and print the shaped result.
-    An error envelope is printed too (exit 2 when the tool refused the request)."""
-    return _call(index, "search", {"query": query, "page": page, **filters}, _scope(tenant, group, groups, user))
+    """Call the search tool with the keywords QUERY, as a model would, inside one session's scope, and print
+    the shaped result: on the embedded index folder INDEX (scope written under its spec's scope_keys), or with
+    --config FILE --tool NAME on the tool's configured backend (OpenSearch, Elasticsearch or embedded).
+    Usage: [INDEX] QUERY. An error envelope is printed too (exit 2 when the tool refused the request)."""
+    index, rest = _target(paths, config_path, tool, "QUERY")
+    args = {"query": rest[0], "page": page, **filters}
+    scope = _scope(tenant, group, groups, user)
+    if index is None:
+        assert config_path is not None
+        return _call_config(config_path, tool, "search", args, scope)
+    return _call(index, "search", args, scope)
 
 
 @click.command(cls=Command, short_help="Fetch one document by id inside a tenant's scope.")
-@click.argument("index", type=existing_dir())
-@click.argument("doc_id", metavar="ID")
+@click.argument("paths", nargs=-1, required=True, metavar="[INDEX] ID")
+@_config_options
 @_scope_options
-def get(index: str, doc_id: str, tenant: str, group: tuple[str, ...], groups: str | None, user: str | None) -> int:
-    """Call the fetch-by-id tool on the index folder INDEX for the document ID. An out-of-scope id and an
-    absent one both give NOT_FOUND (exit 2)."""
-    return _call(index, "fetch", {"id": doc_id}, _scope(tenant, group, groups, user))
+def get(
+    paths: tuple[str, ...],
+    config_path: str | None,
+    tool: str | None,
+    tenant: str,
+    group: tuple[str, ...],
+    groups: str | None,
+    user: str | None,
+) -> int:
+    """Call the fetch-by-id tool for the document ID, on the embedded index folder INDEX or with --config FILE
+    --tool NAME on the tool's configured backend. Usage: [INDEX] ID. An out-of-scope id and an absent one both
+    give NOT_FOUND (exit 2)."""
+    index, rest = _target(paths, config_path, tool, "ID")
+    scope = _scope(tenant, group, groups, user)
+    if index is None:
+        assert config_path is not None
+        return _call_config(config_path, tool, "fetch", {"id": rest[0]}, scope)
+    return _call(index, "fetch", {"id": rest[0]}, scope)
+
+
+@click.command(cls=Command, short_help="Count the documents a tenant's scope sees.")
+@click.argument("paths", nargs=-1, metavar="[INDEX]")
+@_config_options
+@_scope_options
+def count(
+    paths: tuple[str, ...],
+    config_path: str | None,
+    tool: str | None,
+    tenant: str,
+    group: tuple[str, ...],
+    groups: str | None,
+    user: str | None,
+) -> int:
+    """Print how many documents one session's scope sees (the scope filter alone, inside the engine): in the
+    embedded index folder INDEX, or with --config FILE --tool NAME in the tool's configured index.
+    Usage: [INDEX]."""
+    index, _ = _target(paths, config_path, tool, "")
+    scope = _scope(tenant, group, groups, user)
+    if index is None:
+        assert config_path is not None
+        return _call_config(config_path, tool, "count", {}, scope)
+    from scopegate.backends.embedded import EmbeddedBackend
+
+    backend = EmbeddedBackend.open(index)
+    try:
+        echo_json({"status": "ok", "tool": backend.spec.name, "count": backend.count_sync(scope)})
+    finally:
+        asyncio.run(backend.close())
+    return ExitCode.OK
 
 
 @click.command(cls=Command, short_help="Print the declarations a search spec produces.")
@@ -307,4 +404,4 @@ def migrate(source: str | None, dest: str | None, config_path: str | None, tool:
     return ExitCode.OK if report.failed == 0 else ExitCode.FAILURE
 
 
-COMMANDS = (demo, ingest, search, get, spec, reembed, migrate)
+COMMANDS = (demo, ingest, search, get, count, spec, reembed, migrate)

@@ -22,7 +22,9 @@ CONFIG_FILE = existing_file()
     "--deep",
     is_flag=True,
     help="Also open every embedded index (read-only): count its documents and name how its stored spec differs "
-    "from the config (mapping drift); a missing, empty or drifted index is a problem (exit 1).",
+    "from the config (mapping drift); and read the mapping of every OpenSearch/Elasticsearch index or alias: "
+    "each field the spec needs must exist with the right type (one line per problem). A missing, empty or "
+    "drifted index, or a mapping error, is a problem (exit 1); filter values no document has are warnings.",
 )
 @click.option(
     "--profile",
@@ -47,6 +49,8 @@ def check(config: str | None, schema: bool, deep: bool, profiles: tuple[str, ...
 
     report = asyncio.run(check_config(config, deep=deep, profiles=profiles))  # type: ignore[arg-type]
     echo_json(report)
+    for warning in report.get("warnings") or []:
+        click.echo(f"{config}: warning: {warning}", err=True)
     if report.get("problems"):
         click.echo(f"{config}: {len(report['problems'])} problem(s):", err=True)
         for problem in report["problems"]:
@@ -70,6 +74,12 @@ def check(config: str | None, schema: bool, deep: bool, profiles: tuple[str, ...
     help="Serve even when an embedded index is missing or empty (by default serve refuses to start).",
 )
 @click.option(
+    "--allow-index-problems",
+    is_flag=True,
+    help="Serve even when the live mapping check of an OpenSearch/Elasticsearch index finds errors (each is "
+    "printed as a warning; by default serve refuses to start).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="warning",
@@ -82,6 +92,7 @@ def serve(
     port: int | None,
     demo_data: bool,
     allow_empty: bool,
+    allow_index_problems: bool,
     log_level: str,
 ) -> int:
     """Serve the tools of the config file CONFIG as an MCP server. Over stdio the scope is fixed by the
@@ -104,7 +115,7 @@ def serve(
         asyncio.run(
             serve_config(
                 cfg, transport=transport, host=host, port=port, prepare=prepare, allow_empty=allow_empty,
-                log_level=log_level, say=say,
+                allow_index_problems=allow_index_problems, log_level=log_level, say=say,
             )
         )  # fmt: skip
     except KeyboardInterrupt:  # how a server is stopped

@@ -16,6 +16,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from scopegate.backends.base import SearchBackend
@@ -25,6 +26,7 @@ from scopegate.config.identity import IdentityServices, build_identity
 from scopegate.config.loader import load_config as read_config
 from scopegate.config.model import (
     AppConfig,
+    AwsSigV4Config,
     EmbeddedBackendConfig,
     GuardsConfig,
     RemoteBackendConfig,
@@ -184,6 +186,32 @@ class _EngineArgs(TypedDict):
     dead_timeout_s: float
     verify_certs: bool
     ca_certs: str | None
+    client_cert: str | None
+    client_key: str | None
+
+
+def _secret(inline: str | None, path: Path | None) -> str | None:
+    """A secret given inline (``${ENV}`` expanded) or read from a file (trailing newline dropped)."""
+    if path is None:
+        return inline
+    try:
+        return path.read_text("utf-8").rstrip("\r\n")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the secret file {path}: {exc.strerror}") from None
+
+
+def _sigv4_auth(cfg: AwsSigV4Config) -> Any:
+    """opensearch-py's own async SigV4 signer, with credentials from the standard AWS chain (botocore)."""
+    try:
+        import botocore.session
+        from opensearchpy import AWSV4SignerAsyncAuth
+    except ImportError as exc:
+        raise FeatureUnavailable.missing("backends.*.aws_sigv4", "aws", exc) from exc
+    credentials = botocore.session.Session().get_credentials()
+    if credentials is None:
+        raise ConfigError("aws_sigv4: no AWS credentials found (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile "
+                          "or an instance role)")  # fmt: skip
+    return AWSV4SignerAsyncAuth(credentials, cfg.region, cfg.service)
 
 
 def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBackend:
@@ -201,20 +229,36 @@ def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBa
         "dead_timeout_s": cfg.dead_timeout_s,
         "verify_certs": cfg.verify_certs,
         "ca_certs": ca_certs,
+        "client_cert": str(cfg.client_cert) if cfg.client_cert is not None else None,
+        "client_key": str(cfg.client_key) if cfg.client_key is not None else None,
     }
-    credentials = (cfg.username, cfg.password or "") if cfg.username is not None else None
+    password = _secret(cfg.password, cfg.password_file)
+    credentials = (cfg.username, password or "") if cfg.username is not None else None
+    bearer = _secret(cfg.bearer_token, cfg.bearer_token_file)
     if cfg.type == "opensearch":
         try:
             from scopegate.backends.opensearch import OpenSearchBackend
         except ImportError as exc:
             raise FeatureUnavailable.missing("the opensearch backend", "opensearch", exc) from exc
-        return OpenSearchBackend(spec, urls, http_auth=credentials, **common)
+        extra: dict[str, Any] = {"http_auth": credentials}
+        if cfg.aws_sigv4 is not None:
+            from opensearchpy import AsyncHttpConnection
+
+            # The async signer is a callable http_auth, which AsyncHttpConnection calls per request
+            # (the default aiohttp connection takes basic auth only).
+            extra = {"http_auth": _sigv4_auth(cfg.aws_sigv4), "connection_class": AsyncHttpConnection}
+        if bearer is not None:
+            extra["headers"] = {"authorization": f"Bearer {bearer}"}
+        return OpenSearchBackend(spec, urls, **extra, **common)
     try:
         from scopegate.backends.elasticsearch import CLIENT_MAJOR, ElasticsearchBackend
     except ImportError as exc:
         raise FeatureUnavailable.missing("the elasticsearch backend", "elasticsearch", exc) from exc
     major = cfg.server_major or CLIENT_MAJOR
-    return ElasticsearchBackend(spec, urls, basic_auth=credentials, api_key=cfg.api_key, server_major=major, **common)
+    api_key = _secret(cfg.api_key, cfg.api_key_file)
+    return ElasticsearchBackend(
+        spec, urls, basic_auth=credentials, api_key=api_key, bearer_auth=bearer, server_major=major, **common
+    )
 
 
 # -- guard --------------------------------------------------------------------------------

@@ -120,6 +120,20 @@ class EmbeddedBackendConfig:
 
 
 @model
+class AwsSigV4Config:
+    """AWS Signature V4 for Amazon OpenSearch Service (``es``) or Serverless (``aoss``), signed by opensearch-py's
+    own signer; credentials from the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/
+    AWS_SESSION_TOKEN, AWS_PROFILE, an instance or task role), never from this file."""
+
+    region: Annotated[
+        str, Strict(), Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$", description="AWS region, e.g. eu-west-1.")
+    ]
+    service: Literal["es", "aoss"] = Field(
+        default="es", description="es: Amazon OpenSearch Service; aoss: Amazon OpenSearch Serverless."
+    )
+
+
+@model
 class RemoteBackendConfig:
     """An OpenSearch or Elasticsearch cluster."""
 
@@ -129,11 +143,24 @@ class RemoteBackendConfig:
         BeforeValidator(_one_or_many, json_schema_input_type=Url | list[Url]),
         Field(min_length=1, max_length=64, description="One node URL or a list of them."),
     ]
-    username: Str | None = None
-    password: Str | None = Field(default=None, repr=False)
-    api_key: Str | None = Field(default=None, repr=False, description="Elasticsearch API key.")
+    username: Str | None = Field(default=None, description="HTTP basic auth user (with password or password_file).")
+    password: Str | None = Field(default=None, repr=False, description="HTTP basic auth password (use ${ENV}).")
+    password_file: ConfigPath | None = Field(default=None, description="A file holding the password.")
+    api_key: Str | None = Field(default=None, repr=False, description="Elasticsearch API key (use ${ENV}).")
+    api_key_file: ConfigPath | None = Field(default=None, description="A file holding the Elasticsearch API key.")
+    bearer_token: Str | None = Field(
+        default=None, repr=False, description="A bearer token sent as Authorization: Bearer (use ${ENV})."
+    )
+    bearer_token_file: ConfigPath | None = Field(default=None, description="A file holding the bearer token.")
+    aws_sigv4: AwsSigV4Config | None = Field(
+        default=None, description="Sign every request with AWS SigV4 (OpenSearch only; needs botocore)."
+    )
     verify_certs: Flag = True
-    ca_certs: ConfigPath | None = None
+    ca_certs: ConfigPath | None = Field(
+        default=None, description="CA bundle (PEM) the cluster's certificate is checked with."
+    )
+    client_cert: ConfigPath | None = Field(default=None, description="Client certificate (PEM) for mutual TLS.")
+    client_key: ConfigPath | None = Field(default=None, description="The client certificate's private key (PEM).")
     server_major: Annotated[int, _count(7, 9, "Elasticsearch major version")] | None = None
     shards: Annotated[int, _count(1, 1024, "Primary shards of a new index")] = 1
     replicas: Annotated[int, _count(0, 16, "Replicas of a new index")] | None = None
@@ -175,6 +202,36 @@ class RemoteBackendConfig:
 
 
 BackendConfig = Annotated[EmbeddedBackendConfig | RemoteBackendConfig, Field(discriminator="type")]
+
+
+def _auth_problems(at: tuple[str, str], backend: RemoteBackendConfig) -> list[Problem]:
+    """One way to authenticate, each secret given once (inline or from a file), and what each engine takes."""
+    problems = []
+    has_password = backend.password is not None or backend.password_file is not None
+    if (backend.username is None) != (not has_password):
+        problems.append(Problem.at(at, "username and password (or password_file) go together"))
+    for key in ("password", "api_key", "bearer_token"):
+        if getattr(backend, key) is not None and getattr(backend, f"{key}_file") is not None:
+            problems.append(Problem.at((*at, key), f"give {key} or {key}_file, not both"))
+    ways = [
+        name
+        for name, given in (
+            ("username/password", backend.username is not None),
+            ("api_key", backend.api_key is not None or backend.api_key_file is not None),
+            ("bearer_token", backend.bearer_token is not None or backend.bearer_token_file is not None),
+            ("aws_sigv4", backend.aws_sigv4 is not None),
+        )
+        if given
+    ]
+    if len(ways) > 1:
+        problems.append(Problem.at(at, f"use either {' or '.join(sorted(ways))} (one way to authenticate)"))
+    if (backend.api_key is not None or backend.api_key_file is not None) and backend.type == "opensearch":
+        problems.append(Problem.at((*at, "api_key"), "OpenSearch takes username/password, a bearer token or aws_sigv4"))
+    if backend.aws_sigv4 is not None and backend.type != "opensearch":
+        problems.append(Problem.at((*at, "aws_sigv4"), "AWS SigV4 is for Amazon OpenSearch Service and Serverless"))
+    if backend.client_key is not None and backend.client_cert is None:
+        problems.append(Problem.at((*at, "client_key"), "client_key needs client_cert"))
+    return problems
 
 
 # -- tools --------------------------------------------------------------------------------------
@@ -846,12 +903,7 @@ class AppConfig:
         for name, backend in self.backends.items():
             if isinstance(backend, RemoteBackendConfig):
                 at = ("backends", name)
-                if (backend.username is None) != (backend.password is None):
-                    problems.append(Problem.at(at, "username and password go together"))
-                if backend.api_key and backend.username:
-                    problems.append(Problem.at(at, "use either api_key or username/password"))
-                if backend.api_key and backend.type == "opensearch":
-                    problems.append(Problem.at((*at, "api_key"), "OpenSearch takes username/password, not api_key"))
+                problems += _auth_problems(at, backend)
                 if backend.server_major is not None and backend.type != "elasticsearch":
                     problems.append(Problem.at((*at, "server_major"), "only for elasticsearch"))
         owners: dict[str, str] = {}
@@ -873,6 +925,22 @@ class AppConfig:
             if used is None:
                 known = ", ".join(sorted(self.backends)) or "none"
                 problems.append(Problem.at((*where, "backend"), f"unknown backend {tool.backend!r}; defined: {known}"))
+            elif tool.index_mode == "existing" and isinstance(used, EmbeddedBackendConfig):
+                problems.append(
+                    Problem.at((*where, "index_mode"), "index_mode existing is for an opensearch/elasticsearch backend")
+                )
+            elif (
+                tool.index_mode == "existing"
+                and isinstance(used, RemoteBackendConfig)
+                and (used.agent is not None or used.routing != "none")
+            ):
+                problems.append(
+                    Problem.at(
+                        (*where, "index_mode"),
+                        f"backend {tool.backend!r} sets agent or routing, which only a managed index has; "
+                        "give the existing index its own backend entry without them",
+                    )
+                )
             elif isinstance(used, EmbeddedBackendConfig):
                 key = (tool.backend, tool.index)
                 if key in embedded_indexes:

@@ -41,6 +41,8 @@ FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_.]{0,127}$"
 # Fields scopegate adds to an index (e.g. the embedded engine's tenant-qualified document key).
 RESERVED_FIELD_PREFIX = "_scopegate"
 INDEX_PATTERN = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,254}$"
+# An engine field path of an existing index: dotted object paths and multi-field sub-fields (meta.component.keyword).
+ENGINE_PATH_PATTERN = r"^[A-Za-z_@][A-Za-z0-9_@.-]{0,254}$"
 RESERVED_ARGUMENTS = frozenset({"query", "page"})
 # The shaper's floors (see scopegate.search.shaper.shape_hits): a snippet is never cut below
 # MIN_SNIPPET_CHARS; result fields may be cut to MIN_FIELD_CHARS; ids are never cut. A page must
@@ -55,6 +57,9 @@ _AT_LEAST = {"max_query_chars": "min_query_chars", "client_timeout_s": "engine_t
 # -- relevance and retrieval (issue 14) ------------------------------------------------------------
 FieldCombination = Literal["best_fields", "most_fields", "combined_fields"]
 Retrieval = Literal["keyword", "vector", "hybrid"]
+# managed: scopegate creates and fills <index>-v<N> behind the alias <index>-read; existing: a team's own index
+# or alias, searched exactly as named and never written (see docs/use-your-existing-index.md).
+IndexMode = Literal["managed", "existing"]
 Fusion = Literal["rrf", "convex"]
 # The indexed catch-all field behind ``combined_fields`` (BM25F with integer field weights) and
 # the dense vector field of OpenSearch/Elasticsearch indices with vector or hybrid retrieval.
@@ -62,6 +67,7 @@ COMBINED_FIELD = "scopegate_all"
 VECTOR_FIELD = "scopegate_vector"
 
 ToolName = Annotated[str, Strict(), Field(pattern=NAME_PATTERN)]
+EnginePath = Annotated[str, Strict(), Field(pattern=ENGINE_PATH_PATTERN)]
 FieldName = Annotated[str, Strict(), Field(pattern=FIELD_PATTERN)]
 Text = Annotated[str, Strict(), Field(max_length=4000)]
 
@@ -148,7 +154,9 @@ class SpecFields:
     )
     index: Annotated[str, Strict(), Field(pattern=INDEX_PATTERN)] = Field(
         default_factory=lambda data: str(data["name"]),
-        description="Index or alias name (embedded: the folder under the backend path); default: the tool name.",
+        description="Index name; default: the tool name. Embedded: the folder under the backend path. OpenSearch/"
+        "Elasticsearch, index_mode managed: the base name (searched through the alias <index>-read); index_mode "
+        "existing: the index or alias searched, exactly as named.",
     )
     id_field: FieldName = Field(default="id", description="Field holding each document's id.")
     tenant_field: FieldName = Field(default="tenant_id", description="Field holding each document's tenant.")
@@ -195,7 +203,9 @@ class SpecFields:
         "to integers, changing one needs a re-ingest), best_fields (dis_max + tie_breaker) or most_fields (sum).",
     )
     tie_breaker: Annotated[float, Field(ge=0, le=1)] = Field(
-        default=0.0, description="best_fields: weight of the non-best fields' scores (0-1)."
+        default=0.0,
+        description="best_fields (and cross_fields, an existing OpenSearch index's combined_fields): weight of the "
+        "non-best fields' scores (0-1).",
     )
     retrieval: Retrieval = Field(
         default="keyword",
@@ -216,6 +226,25 @@ class SpecFields:
     )
     embed_fields: tuple[FieldName, ...] = Field(
         default=(), description="Text fields embedded (newline-joined); default: every text field."
+    )
+    # -- an index scopegate did not build (issue 35) -------------------------------------------------
+    index_mode: IndexMode = Field(
+        default="managed",
+        description="managed: scopegate creates and fills <index>-v<N> behind the alias <index>-read (OpenSearch/"
+        "Elasticsearch). existing: search the index or alias `index` exactly as named, read-only (never created, "
+        "written or re-mapped); the text query runs over the text fields with the index's own analyzers.",
+    )
+    snippets: Literal["engine", "local"] = Field(
+        default="engine",
+        description="existing index: where snippets are cut. engine: the engine's highlighter (one fragment around "
+        "the best match, with the index's analysis; the snippet field stays out of _source); local: the whole "
+        "snippet field is fetched and cut by scopegate (faster on a local node, ~100x the bytes for long texts).",
+    )
+    field_paths: Mapping[FieldName, EnginePath] = Field(
+        default_factory=dict,
+        description="existing index: the engine field path behind a field name of this spec (id, tenant, groups, "
+        "filters, result and text fields), e.g. component: meta.component or status: status.keyword (a keyword "
+        "sub-field); a name not listed is its own path.",
     )
 
     # -- checks that need several fields -------------------------------------------------------
@@ -282,6 +311,18 @@ class SpecFields:
         unknown = sorted(set(self.embed_fields) - set(self.text_field_names()))
         if unknown:
             raise ValueError(f"embed_fields must be text fields of the spec: {', '.join(unknown)}")
+        return self._existing_consistent()
+
+    def _existing_consistent(self) -> SpecFields:
+        if self.index_mode == "managed":
+            if self.field_paths:
+                raise ValueError("field_paths is for index_mode: existing (a managed index names its fields itself)")
+            return self
+        unknown = sorted(set(self.field_paths) - set(self.stored_fields()))
+        if unknown:
+            raise ValueError(f"field_paths names fields the spec does not have: {', '.join(unknown)}")
+        if self.uses_vectors():
+            raise ValueError("index_mode existing supports retrieval: keyword (vectors need scopegate's own field)")
         return self
 
     # -- fields ---------------------------------------------------------
@@ -321,6 +362,15 @@ class SpecFields:
         for name in (*self.result_fields, self.snippet_field):
             seen.setdefault(name, None)
         return tuple(seen)
+
+    def engine_path(self, name: str) -> str:
+        """The engine field path behind the spec field ``name`` (itself unless ``field_paths`` says otherwise)."""
+        return self.field_paths.get(name, name)
+
+    @property
+    def existing(self) -> bool:
+        """True for a team's own index (``index_mode: existing``): searched as named, never written."""
+        return self.index_mode == "existing"
 
     def filter_named(self, name: str) -> KeywordFilter | None:
         for f in self.filters:

@@ -118,10 +118,18 @@ async def check_config(
             "tools": declarations(app.tools),
             "notes": _index_notes(config) + _auth_notes(config) + _extra_notes(),
         }
+        if deep:
+            from scopegate.server.remote_indexes import remote_index_states
+
+            # OpenSearch/Elasticsearch: the live mapping check (read-only; clients open no index).
+            remote = await remote_index_states(config, app.backends)
     finally:
         await app.aclose()
     if deep:
         report["indexes"], report["problems"] = _deep_index_report(config)
+        report["indexes"] += [state.report() for state in remote]
+        report["problems"] += [line for state in remote for line in state.errors]
+        report["warnings"] = [line for state in remote for line in state.warnings]
     if profiles:
         neutral = [ToolDecl.from_neutral(d) for d in report["tools"]]
         report["profiles"] = {p: [render(t, p) for t in neutral] for p in profiles}

@@ -39,6 +39,20 @@ def _warn_empty_indexes(app: ToolApp, say: Say) -> None:
             say(f"scopegate: warning: the embedded index {backend.path} is empty (serving it: --allow-empty)")
 
 
+async def _check_remote_indexes(app: ToolApp, allow: bool, say: Say) -> None:
+    """The live mapping check of every remote index (:mod:`scopegate.server.remote_indexes`) before serving."""
+    from scopegate.server.remote_indexes import remote_index_states
+
+    states = await remote_index_states(app.config, app.backends)
+    errors = [line for state in states for line in state.errors]
+    for line in [line for state in states for line in state.warnings] + (errors if allow else []):
+        say(f"scopegate: warning: {line}")
+    if errors and not allow:
+        raise ConfigError(
+            f"{len(errors)} index problem(s): " + "; ".join(errors) + " (--allow-index-problems serves anyway)"
+        )
+
+
 async def serve_config(
     config: AppConfig,
     *,
@@ -47,13 +61,16 @@ async def serve_config(
     port: int | None = None,
     prepare: Prepare | None = None,
     allow_empty: bool = False,
+    allow_index_problems: bool = False,
     log_level: str = "warning",
     say: Say,
 ) -> None:
     """Serve until stopped. ``host``/``port`` override ``server.http``; ``prepare(app)`` runs once the tools
     are built, before serving (``--demo-data`` fills empty embedded indexes with it). A missing or empty
     embedded index is refused (ConfigError) unless ``prepare`` or ``allow_empty``. ``say`` gets the
-    operator's messages (stderr: on stdio, stdout is the protocol)."""
+    operator's messages (stderr: on stdio, stdout is the protocol). Every OpenSearch/Elasticsearch
+    index's mapping is checked first: an error refuses to start unless ``allow_index_problems`` (then it is
+    printed as a warning)."""
     # The mcp extra first: without it nothing can be served, whatever the indexes hold.
     from scopegate.server.http_app import serve_http
     from scopegate.server.stdio_app import serve_stdio
@@ -75,6 +92,7 @@ async def serve_config(
         resource = default_resource(http)
     app: ToolApp = await build_app(config, resource=resource)
     try:
+        await _check_remote_indexes(app, allow_index_problems, say)
         if prepare is not None:
             await prepare(app)
         _warn_empty_indexes(app, say)
