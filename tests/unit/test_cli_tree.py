@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Iterator
 from importlib import metadata
@@ -208,6 +209,9 @@ def test_the_root_lists_each_command_with_its_own_short_help() -> None:
     each command says of itself."""
     from scopegate.cli import COMMANDS as LISTED
 
+    modules = {m for m, _a, _h in LISTED.values()}
+    declared = {c.name for m in modules for c in getattr(importlib.import_module(m), "COMMANDS", ())}
+    assert declared <= set(LISTED), f"commands missing from scopegate.cli.COMMANDS: {declared - set(LISTED)}"
     for name, (_module, _attribute, listed_help) in LISTED.items():
         command = cli.get_command(click.Context(cli), name)
         assert command is not None and command.name == name

@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "dashboard",
         "The call log's health figures as a local web page or an HTML report.",
     ),
+    "count": ("scopegate.cli.search", "count", "Count the documents a tenant's scope sees."),
     "demo": ("scopegate.cli.search", "demo", "Run the worked example on the embedded engine."),
     "engine": ("scopegate.cli.engines", "engine", "Run a local OpenSearch or Elasticsearch node (no Docker needed)."),
     "eval": (
@@ -55,7 +56,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "replay",
         "Re-run logged searches against the current index and diff the results.",
     ),
-    "search": ("scopegate.cli.search", "search", "Run the search tool against an embedded index."),
+    "search": (
+        "scopegate.cli.search",
+        "search",
+        "Run the search tool against an index (embedded folder or --config).",
+    ),
     "serve": ("scopegate.cli.server", "serve", "Serve a config's tools over MCP (stdio or streamable HTTP)."),
     "spec": ("scopegate.cli.search", "spec", "Print the declarations a search spec produces."),
     "stats": ("scopegate.cli.guard", "stats", "Health figures of the tool layer from a call log."),
