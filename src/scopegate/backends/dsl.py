@@ -184,8 +184,26 @@ def query_filters(spec: SearchSpec, query: SearchQuery) -> list[dict[str, Any]]:
     return filters
 
 
+def listing_sort(spec: SearchSpec) -> list[Any]:
+    """A filter-only listing: newest first by the date field (when the spec has one), ties by id."""
+    newest = [{spec.date_field: {"order": "desc", "missing": "_last"}}] if spec.date_field else []
+    return [*newest, {spec.id_field: "asc"}]
+
+
 def search_body(spec: SearchSpec, query: SearchQuery) -> dict[str, Any]:
-    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``."""
+    """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``.
+
+    Without text (a listing) the same filters select, and the date field orders."""
+    if query.listing:
+        return {
+            "query": {"bool": {"filter": query_filters(spec, query)}},
+            "from": query.offset,
+            "size": query.limit,
+            "timeout": format_timeout(query.engine_timeout_s),
+            "track_total_hits": query.track_total_up_to,
+            "_source": list(spec.hit_source_fields()),
+            "sort": listing_sort(spec),
+        }
     return {
         "query": {"bool": {"must": [text_query(spec, query.text)], "filter": query_filters(spec, query)}},
         "from": query.offset,
