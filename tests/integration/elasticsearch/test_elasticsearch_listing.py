@@ -15,7 +15,9 @@ from listing_checks import check_empty_query_without_filter, check_id_query, che
 pytestmark = pytest.mark.elasticsearch
 
 
-async def test_an_empty_query_with_a_filter_lists_newest_first(es_backend: Any, es_corpus: list[dict[str, Any]]) -> None:
+async def test_an_empty_query_with_a_filter_lists_newest_first(
+    es_backend: Any, es_corpus: list[dict[str, Any]]
+) -> None:
     await check_listing(es_backend, es_corpus, "acme")
 
 
