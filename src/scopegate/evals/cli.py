@@ -102,6 +102,7 @@ async def _run(args: argparse.Namespace) -> int:
     sets = [s for s in sets if s.cases]
     if not sets:
         raise ConfigError("no case selected")
+    check_targets(sets, args.variant)  # one-line errors before the model loads
     say = None if args.quiet else _err
     model = build_model(choice, say=_err, temperature=args.temperature)
 
@@ -117,22 +118,42 @@ async def _run(args: argparse.Namespace) -> int:
             say(f"[{r + 1}] {mark} {score.eval_id:<40} {score.seconds:5.1f}s {problems}")
 
     runs: list[EvalRun] = []
+    crashed: list[str] = []
     for eval_set in sets:
-        runs.append(
-            await run_eval(
-                eval_set, model_for_run, label=choice.label, k=args.repeat, transport=args.transport,
-                progress=progress, variant=args.variant,
-                settings={"model": args.model, "temperature": args.temperature or 0.0, "ci": args.ci},
-            )
-        )  # fmt: skip
+        try:
+            runs.append(
+                await run_eval(
+                    eval_set, model_for_run, label=choice.label, k=args.repeat, transport=args.transport,
+                    progress=progress, variant=args.variant,
+                    settings={"model": args.model, "temperature": args.temperature or 0.0, "ci": args.ci},
+                )
+            )  # fmt: skip
+        except Exception as exc:  # keep the sets that ran, and say which one did not
+            crashed.append(f"{eval_set.eval_set_id}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+            _err(f"set {crashed[-1]}")
     text = markdown(runs)
     print(text)
     if args.markdown:
         Path(args.markdown).write_text(text, "utf-8")
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(as_json(runs), indent=1, default=str) + "\n", "utf-8")
+        report = as_json(runs, {"crashed_sets": crashed} if crashed else None)
+        Path(args.json_out).write_text(json.dumps(report, indent=1, default=str) + "\n", "utf-8")
     thresholds = _thresholds(args)
     problems = [p for run in runs for p in thresholds.check(run.summary, f"{run.eval_set}/{run.model}")]
     for problem in problems:
         _err(f"threshold: {problem}")
-    return 1 if problems else 0
+    return 1 if problems or crashed else 0
+
+
+def check_targets(sets: list[Any], variant: str) -> None:
+    """Each set's agent and the variant exist, and every tool a case names is one of the agent's."""
+    from scopegate.evals.evalset import check_tools
+    from scopegate.evals.worlds import check_world, world_tools
+
+    for eval_set in sets:
+        where = str(eval_set.source or eval_set.eval_set_id)
+        try:
+            check_world(eval_set.agent, variant)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: scopegate.agent: {exc}") from None
+        check_tools(eval_set, world_tools(eval_set.agent, variant), f"agent {eval_set.agent!r}")

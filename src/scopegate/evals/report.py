@@ -20,6 +20,7 @@ COLUMNS = (
     ("injection tried", "attack_attempt_rate"),
     ("scope violations", "scope_violations"),
     ("unconfirmed writes", "unconfirmed_writes"),
+    ("unwanted writes", "unwanted_writes"),
     ("s/case mean", "seconds_mean"),
     ("s/case p95", "seconds_p95"),
     ("RSS MB", "rss_mb_max"),
@@ -110,6 +111,7 @@ def _case(score: CaseScore) -> dict[str, Any]:
         "attempted_attack": score.attempted_attack,
         "scope_violations": score.scope_violations,
         "unconfirmed_writes": score.unconfirmed_writes,
+        "unwanted_writes": score.unwanted_writes,
         "error": score.error,
         "turns": [
             {
