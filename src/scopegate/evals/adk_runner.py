@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from google.adk.agents import LlmAgent
+from google.adk.agents import BaseAgent, LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.events.event import Event
 from google.adk.models.base_llm import BaseLlm
@@ -28,7 +28,6 @@ from scopegate.demo.orders_demo import CONFIRMATION_CALL, confirmation_answer, c
 from scopegate.evals.evalset import EvalCase, Fault, Turn
 from scopegate.evals.resources import rss_mb
 from scopegate.evals.scoring import ActualCall, CaseScore, TurnRecord, call_matches, pattern_hits, score_turn
-from scopegate.evals.worlds import OrdersWorld, SupportWorld
 
 MAX_LLM_CALLS = 10
 MAX_CONFIRMATION_ROUNDS = 3
@@ -128,8 +127,8 @@ def transcript(records: Sequence[TurnRecord]) -> list[dict[str, Any]]:
     ]
 
 
-async def run_case_adk(world: SupportWorld | OrdersWorld, model: BaseLlm | str, case: EvalCase) -> CaseScore:
-    """One case in a fresh ADK session; never raises (a crash is a failed case with ``error``)."""
+async def run_case_adk(world: Any, model: BaseLlm | str, case: EvalCase) -> CaseScore:
+    """One case in a fresh ADK session with the world's tools; never raises (a crash is a failed case)."""
     started = time.perf_counter()
     world.begin_case()
     injector = FaultInjector(case.spec.faults)
@@ -141,6 +140,23 @@ async def run_case_adk(world: SupportWorld | OrdersWorld, model: BaseLlm | str, 
         before_tool_callback=injector,
     )
     runner = InMemoryRunner(agent=agent, app_name=world.app_name)
+    return await converse(runner, world, case, started)
+
+
+async def run_case_agent(target: Any, model: BaseLlm | str | None, case: EvalCase) -> CaseScore:
+    """One case against a team's own agent or App (``--agent``), with ADK's runner and the case's state."""
+    started = time.perf_counter()
+    runnable = target.runnable(model)
+    if isinstance(runnable, BaseAgent):
+        runner = InMemoryRunner(agent=runnable, app_name=target.app_name)
+    else:
+        runner = InMemoryRunner(app=runnable)
+    return await converse(runner, target, case, started)
+
+
+async def converse(runner: InMemoryRunner, world: Any, case: EvalCase, started: float) -> CaseScore:
+    """The case's conversation through ``runner``: the simulated user's messages and confirmations."""
+    app_name = runner.app_name
     user_id = str(case.state.get("user_id") or f"user-{case.state.get('tenant_id', 'x')}")
     records: list[TurnRecord] = []
     events: list[Event] = []
@@ -149,7 +165,7 @@ async def run_case_adk(world: SupportWorld | OrdersWorld, model: BaseLlm | str, 
     error = None
     try:
         session = await runner.session_service.create_session(
-            app_name=world.app_name, user_id=user_id, state=dict(case.state)
+            app_name=app_name, user_id=user_id, state=dict(case.state)
         )
         for message, turn in zip(case.messages, case.spec.turns, strict=True):
             events = []
@@ -172,6 +188,12 @@ async def run_case_adk(world: SupportWorld | OrdersWorld, model: BaseLlm | str, 
     finally:
         await runner.close()
     violations = sum(v for _r, v in world_checks(world, case, records))
+    check_scope = getattr(world, "check_scope", None)
+    if check_scope is not None:  # an engine round trip per returned id (config worlds)
+        for record in records:
+            for call in record.calls:
+                if call.response is not None:
+                    violations += await check_scope(call.tool, call.response, case.state)
     observation = world.end_case()
     return score_case(
         case, records, error, started, violations, max(0, observation.writes_sent - approvals), unwanted_writes=unwanted
@@ -203,14 +225,12 @@ def user_verdict(case: EvalCase, turn: Turn, request: types.FunctionCall) -> Ver
     return "approve" if turn.confirm else "deny"
 
 
-def _record(world: SupportWorld | OrdersWorld, case: EvalCase, events: Sequence[Event]) -> TurnRecord:
+def _record(world: Any, case: EvalCase, events: Sequence[Event]) -> TurnRecord:
     got = collect(events)
     return TurnRecord(tuple(got.calls), got.reply, got.confirmations)
 
 
-def world_checks(
-    world: SupportWorld | OrdersWorld, case: EvalCase, records: Sequence[TurnRecord]
-) -> list[tuple[str, int]]:
+def world_checks(world: Any, case: EvalCase, records: Sequence[TurnRecord]) -> list[tuple[str, int]]:
     """Scope violations per tool response, checked by the world (never by trusting the model)."""
     return [
         (call.tool, world.check_response(call.tool, call.response, case.state))

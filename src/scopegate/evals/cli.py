@@ -35,8 +35,17 @@ VARIANT_HELP = (
     short_help="Run agent eval sets against a model (offline GGUF, Gemini, LiteLLM).",
 )
 @click.argument("sets", nargs=-1)
-@click.option("--model", default="offline:0.5b", show_default=False, help=MODEL_HELP)
-@click.option("--transport", type=click.Choice(["adk", "mcp"]), default="adk", help="ADK Runner (default) or MCP.")
+@click.option("--model", default=None, help=MODEL_HELP)
+@click.option(
+    "--transport",
+    "--via",
+    "transport",
+    type=click.Choice(["adk", "mcp"]),
+    default="adk",
+    help="ADK Runner (default) or MCP (the real `scopegate serve` over stdio and the official client).",
+)
+@click.option("--config", "config_path", help="Run against the tools of this scopegate config (your backends, APIs).")
+@click.option("--agent", "agent_spec", help="Run your own ADK agent or App: package.module:attr (ADK's runner).")
 @click.option("-k", "--repeat", type=click.IntRange(min=1), default=1, help="Runs per case, for pass^k (default 1).")
 @click.option("--temperature", type=float, help="Sampling temperature of the offline model (default 0: greedy).")
 @click.option("--ci", is_flag=True, help="Only the cases marked for CI.")
@@ -97,17 +106,30 @@ async def _run(args: argparse.Namespace) -> int:
     from scopegate.evals.report import as_json, markdown
     from scopegate.evals.run import EvalRun, run_eval
 
-    choice = parse_model(args.model)
+    if args.config_path and args.agent_spec:
+        raise ConfigError("give --config (your tools) or --agent (your agent), not both")
+    if args.agent_spec and args.transport == "mcp":
+        raise ConfigError("--agent runs your agent with ADK's runner; --via mcp is for --config or the shipped sets")
+    own_model = args.agent_spec is not None and args.model is None  # the agent keeps its own model
+    choice = parse_model(args.model or "offline:0.5b")
     sets = [s.select(ci_only=args.ci, kinds=args.kind, ids=args.case_ids) for s in _sets(args.sets)]
     sets = [s for s in sets if s.cases]
     if not sets:
         raise ConfigError("no case selected")
-    check_targets(sets, args.variant)  # one-line errors before the model loads
+    config = Path(args.config_path) if args.config_path else None
+    agent = None
+    if config is not None:
+        await check_config_targets(sets, config)
+    elif args.agent_spec:
+        agent = await check_agent_targets(sets, args.agent_spec)
+    else:
+        check_targets(sets, args.variant)  # one-line errors before the model loads
     say = None if args.quiet else _err
-    model = build_model(choice, say=_err, temperature=args.temperature)
+    model = None if own_model else build_model(choice, say=_err, temperature=args.temperature)
+    label = "agent's own model" if own_model else choice.label
 
     def model_for_run(r: int) -> Any:
-        if hasattr(model, "seed") and args.temperature:
+        if model is not None and hasattr(model, "seed") and args.temperature:
             model.seed = 1234 + r  # other seeds for other runs when sampling
         return model
 
@@ -123,8 +145,8 @@ async def _run(args: argparse.Namespace) -> int:
         try:
             runs.append(
                 await run_eval(
-                    eval_set, model_for_run, label=choice.label, k=args.repeat, transport=args.transport,
-                    progress=progress, variant=args.variant,
+                    eval_set, model_for_run, label=label, k=args.repeat, transport=args.transport,
+                    progress=progress, variant=args.variant, config=config, agent=agent,
                     settings={"model": args.model, "temperature": args.temperature or 0.0, "ci": args.ci},
                 )
             )  # fmt: skip
@@ -157,3 +179,34 @@ def check_targets(sets: list[Any], variant: str) -> None:
         except ConfigError as exc:
             raise ConfigError(f"{where}: scopegate.agent: {exc}") from None
         check_tools(eval_set, world_tools(eval_set.agent, variant), f"agent {eval_set.agent!r}")
+
+
+async def check_config_targets(sets: list[Any], config: Path) -> None:
+    """Every tool a case names is served by the config, and every case gives the tenant its scope needs."""
+    from scopegate.evals.evalset import check_tools
+    from scopegate.evals.targets import check_case_states, config_tool_names, load_config_file
+
+    keys = load_config_file(config).scope_keys
+    names = await config_tool_names(config)
+    for eval_set in sets:
+        check_tools(eval_set, names, f"config {config}")
+        check_case_states(eval_set.cases, keys, str(eval_set.source or eval_set.eval_set_id))
+
+
+async def check_agent_targets(sets: list[Any], spec: str) -> Any:
+    """The agent imports, and every tool a case names is one of its tools (when its toolsets can list them)."""
+    from scopegate.evals.evalset import check_tools
+    from scopegate.evals.targets import AgentTarget, load_agent
+
+    target = AgentTarget(spec, load_agent(spec))
+    names = await target.tool_names()
+    for eval_set in sets:
+        where = str(eval_set.source or eval_set.eval_set_id)
+        for case in eval_set.cases:
+            if case.spec.faults:
+                raise ConfigError(
+                    f"{where}: case {case.eval_id!r}: scopegate.faults need scopegate's tools, not --agent"
+                )
+        if names is not None:
+            check_tools(eval_set, names, f"agent {spec}")
+    return target

@@ -125,6 +125,7 @@ class EvalSet(BaseModel):
     description: str
     cases: tuple[EvalCase, ...]
     source: Path | None = None
+    instruction: str | None = None  # the eval agent's instruction over a config's tools (scopegate.instruction)
 
     def select(self, *, ci_only: bool = False, kinds: Sequence[str] = (), ids: Sequence[str] = ()) -> EvalSet:
         cases = [
@@ -149,9 +150,12 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
     except ValidationError as exc:
         raise ConfigError(f"{where}: not a valid ADK eval set: {exc.errors()[0]}") from exc
     extension = data.get("scopegate") or {}
-    agent = extension.get("agent")
+    agent = extension.get("agent", "config")
     if not isinstance(agent, str):
         raise ConfigError(f"{where}: top-level scopegate.agent must name the agent (e.g. 'support')")
+    instruction = extension.get("instruction")
+    if instruction is not None and not isinstance(instruction, str):
+        raise ConfigError(f"{where}: top-level scopegate.instruction must be a string")
     cases = []
     for raw in data["eval_cases"]:
         eval_id = raw.get("eval_id", "?")
@@ -179,6 +183,7 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
         description=str(data.get("description") or ""),
         cases=tuple(cases),
         source=source,
+        instruction=instruction,
     )
 
 
