@@ -55,6 +55,10 @@ VARIANT_HELP = (
 @click.option("--json", "json_out", help="Write the full report (every case, transcripts) as JSON to this file.")
 @click.option("--markdown", help="Write the Markdown table to this file.")
 @click.option("--quiet", is_flag=True, help="No per-case progress lines.")
+@click.option("--output", "-o", help="eval init: where the draft set goes (default: draft.evalset.json).")
+@click.option(
+    "--state", "state_pairs", multiple=True, help="eval init: session state of the draft cases, KEY=VALUE (repeatable)."
+)
 @click.option("--min-right-tool", type=float, help="Minimum right-tool rate.")
 @click.option("--min-exact-args", type=float, help="Minimum exact-argument rate.")
 @click.option("--min-correct-decline", type=float, help="Minimum correct-decline rate.")
@@ -65,11 +69,49 @@ def eval_command(sets: tuple[str, ...], **options: Any) -> int:
     """Run eval sets through the real ADK Runner and tools (or over MCP with a real client).
 
     SETS are shipped set names (support, orders) or eval-set files (ADK eval-set JSON with scopegate
-    expectations); default: every shipped set. Scores BFCL-style: right tool, exact arguments, correct
+    expectations); default: every shipped set. `scopegate eval init --config scopegate.yaml` writes a
+    draft set from the config's tool declarations instead (edit it, then run it with --config).
+    Scores BFCL-style: right tool, exact arguments, correct
     decline, trajectory, pass^k, injection attempts, scope violations and unconfirmed writes. Exits 1
     when a threshold is not met (see docs/evals.md).
     """
-    return asyncio.run(_run(argparse.Namespace(sets=list(sets), **options)))
+    args = argparse.Namespace(sets=list(sets), **options)
+    if sets[:1] == ("init",):
+        return asyncio.run(_init(args))
+    return asyncio.run(_run(args))
+
+
+async def _init(args: argparse.Namespace) -> int:
+    """Write a draft eval set from the declarations of ``--config``'s tools."""
+    from scopegate.config import build_app
+    from scopegate.evals.draft import draft_set
+    from scopegate.evals.targets import load_config_file
+
+    if len(args.sets) > 1 or not args.config_path:
+        raise ConfigError("usage: scopegate eval init --config scopegate.yaml [-o draft.evalset.json] [--state K=V]")
+    config = load_config_file(args.config_path)
+    state: dict[str, Any] = {}
+    for pair in args.state_pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--state {pair!r}: write KEY=VALUE")
+        state[key] = value
+    keys = config.scope_keys
+    state.setdefault(keys.tenant, "EDIT-ME-tenant")
+    if keys.user:
+        state.setdefault(keys.user, "EDIT-ME-user")
+    app = await build_app(config, offline=True, guard=None)
+    try:
+        data = draft_set(app.tools, state, str(args.config_path))
+    finally:
+        await app.aclose()
+    out = Path(args.output or "draft.evalset.json")
+    if out.exists():
+        raise ConfigError(f"{out} exists; give another --output (the draft never overwrites a set)")
+    out.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
+    _err(f"wrote {len(data['eval_cases'])} draft cases to {out}: edit every EDIT-ME, then run "
+         f"scopegate eval {out} --config {args.config_path}")  # fmt: skip
+    return 0
 
 
 COMMANDS = [eval_command]

@@ -7,6 +7,7 @@ the same setup in tests/e2e/evals/test_team_eval.py.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -105,3 +106,28 @@ def test_target_errors_are_one_line_naming_case_and_key(
     assert main(argv) == 1
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
+
+
+async def test_eval_init_writes_a_draft_that_loads_and_runs(team: dict[str, Path], tmp_path: Path) -> None:
+    from scopegate.evals.cli import check_config_targets
+
+    out = tmp_path / "draft.evalset.json"
+    argv = ["eval", "init", "--config", str(team["config"]), "-o", str(out), "--state", "tenant_id=alpha"]
+    # The CLI runs its own event loop: from this async test, in a thread.
+    assert await asyncio.to_thread(main, [*argv, "--state", "user_id=cust_alice"]) == 0
+    draft = load_eval_set(out)
+    kinds = {c.spec.kind for c in draft.cases}
+    assert {"tool", "no_tool", "injection"} <= kinds
+    tags = {t for c in draft.cases for t in c.spec.tags}
+    assert {"should-call", "paraphrase", "near-domain", "injection", "search_bugs", "listOrders"} <= tags
+    await check_config_targets([draft], team["config"])  # every tool it names is the config's
+    assert await asyncio.to_thread(main, argv) == 1  # never overwrites
+    picked = draft.select(ids=["search_bugs-filter-severity", "decline-01"])
+    scripts = {
+        "search_bugs-filter-severity": [call("search_bugs", severity="critical"), final_text("BETA-3 and ALPHA-1.")],
+        "decline-01": [final_text("You're welcome!")],
+    }
+    for case in picked.cases:
+        one = picked.model_copy(update={"cases": (case,)})
+        run = await run_eval(one, lambda _r, s=scripts[case.eval_id]: ScriptedLlm(s), label="s", config=team["config"])
+        assert run.runs[0][0].passed, run.runs[0][0]
