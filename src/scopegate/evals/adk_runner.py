@@ -266,7 +266,10 @@ def score_case(
         rss_mb=rss_mb(),
         model_calls=model_calls,
         error=error or (None if len(records) == len(case.spec.turns) else "conversation ended early"),
-        transcript=tuple(transcript(records)),
+        transcript=tuple(
+            {"user": text, **turn} for text, turn in zip(case.messages, transcript(records), strict=False)
+        ),
+        tools=tuple(dict.fromkeys(t.expect[0].tool for t in case.spec.turns if t.expect)),
     )
 
 

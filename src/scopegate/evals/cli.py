@@ -46,6 +46,11 @@ VARIANT_HELP = (
 )
 @click.option("--config", "config_path", help="Run against the tools of this scopegate config (your backends, APIs).")
 @click.option("--agent", "agent_spec", help="Run your own ADK agent or App: package.module:attr (ADK's runner).")
+@click.option(
+    "--compare-config",
+    help="Declaration diff: run the same sets against this second config (e.g. one description changed) and "
+    "list the cases whose result or first calls changed.",
+)
 @click.option("-k", "--repeat", type=click.IntRange(min=1), default=1, help="Runs per case, for pass^k (default 1).")
 @click.option("--temperature", type=float, help="Sampling temperature of the offline model (default 0: greedy).")
 @click.option("--ci", is_flag=True, help="Only the cases marked for CI.")
@@ -196,6 +201,8 @@ async def _run(args: argparse.Namespace) -> int:
             crashed.append(f"{eval_set.eval_set_id}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
             _err(f"set {crashed[-1]}")
     text = markdown(runs)
+    if args.compare_config:
+        text += "\n" + await _compare(args, sets, runs, model_for_run, label, progress)
     print(text)
     if args.markdown:
         Path(args.markdown).write_text(text, "utf-8")
@@ -207,6 +214,24 @@ async def _run(args: argparse.Namespace) -> int:
     for problem in problems:
         _err(f"threshold: {problem}")
     return 1 if problems or crashed else 0
+
+
+async def _compare(args: argparse.Namespace, sets: list[Any], runs: list[Any], model_for_run: Any, label: str,
+                   progress: Any) -> str:  # fmt: skip
+    """The same sets against ``--compare-config``, and the cases that changed."""
+    from scopegate.evals.report import diff_runs
+    from scopegate.evals.run import run_eval
+
+    if not args.config_path:
+        raise ConfigError("--compare-config compares two configs: give --config too")
+    other = Path(args.compare_config)
+    await check_config_targets(sets, other)
+    compared = [
+        await run_eval(eval_set, model_for_run, label=label, k=1, transport=args.transport, progress=progress,
+                       config=other)
+        for eval_set in sets
+    ]  # fmt: skip
+    return diff_runs(runs, compared, (str(args.config_path), str(other)))
 
 
 def check_targets(sets: list[Any], variant: str) -> None:

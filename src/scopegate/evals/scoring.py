@@ -67,6 +67,7 @@ class CaseScore:
     model_calls: int = 0
     error: str | None = None
     transcript: tuple[Mapping[str, Any], ...] = field(default=())
+    tools: tuple[str, ...] = ()  # the tools the case expects first in each turn (for per-tool reports)
 
     @property
     def passed(self) -> bool:
