@@ -73,3 +73,12 @@ async def test_results_mark_stored_text_by_field_not_by_a_sentence(backend: Embe
         await FetchTool(backend.spec, backend).run({"id": "ACM-00001"}, CallContext(state={"tenant_id": "acme"}))
     ).result
     assert "note" not in out and "body" in out["untrusted_fields"]
+
+
+async def test_the_declaration_offers_the_listing_and_a_filtered_miss_points_to_it(backend: EmbeddedBackend) -> None:
+    from listing_checks import search
+
+    query = backend.spec.json_schema()["properties"]["query"]
+    assert query["minLength"] == 0 and "Empty with a filter set" in query["description"]
+    out = await search(backend, {"query": "zzqx", "status": "pending"}, "acme")
+    assert out["total"] == 0 and "empty query with the same filters" in out["hint"]

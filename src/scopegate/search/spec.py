@@ -359,14 +359,18 @@ class SearchSpec(SpecFields):
 
     def json_schema(self) -> dict[str, Any]:
         """The parameters schema of the search tool: query, filters, page. Nothing else."""
-        props: dict[str, Any] = {
-            "query": {
-                "type": "string",
-                "description": self.query_description,
-                "minLength": self.min_query_chars,
-                "maxLength": self.max_query_chars,
-            }
+        query: dict[str, Any] = {
+            "type": "string",
+            "description": self.query_description,
+            "minLength": self.min_query_chars,
+            "maxLength": self.max_query_chars,
         }
+        if self.filters:
+            # A filter-only listing: an empty query with a filter lists the matching documents.
+            order = "newest first" if self.date_field else "in index order"
+            query["description"] = f"{self.query_description} Empty with a filter set: list what matches ({order})."
+            query["minLength"] = 0
+        props: dict[str, Any] = {"query": query}
         props.update(self.filter_properties())
         props["page"] = {
             "type": "integer",
