@@ -22,7 +22,7 @@ from scopegate.evals.run import run_eval
 from scopegate.evals.targets import AgentTarget, load_agent
 from scopegate.examples.orders.data import STAFF_KEY
 from scopegate.examples.orders.server import running_orders_service
-from scopegate.testing.scripted_llm import ScriptedLlm, call, final_text
+from scopegate.testing.scripted_llm import ScriptedLlm, Turn, call, final_text
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO))
@@ -131,3 +131,19 @@ async def test_eval_init_writes_a_draft_that_loads_and_runs(team: dict[str, Path
         one = picked.model_copy(update={"cases": (case,)})
         run = await run_eval(one, lambda _r, s=scripts[case.eval_id]: ScriptedLlm(s), label="s", config=team["config"])
         assert run.runs[0][0].passed, run.runs[0][0]
+
+
+async def test_a_configs_write_is_sent_only_when_the_turn_expects_it(team: dict[str, Path]) -> None:
+    address = {"name": "Alice Martin", "line1": "5 Quai Voltaire", "postal_code": "75007", "country": "FR"}
+    for city, sent, passed in (("Paris", 1, True), ("Lyon", 0, False)):
+        script = [
+            Turn(calls=(("updateShippingAddress", {"orderId": "ord_1001", "city": city, **address}),)),
+            final_text("Done."),
+        ]
+        run = await run_eval(
+            _only(team, "orders-move"), lambda _r, s=script: ScriptedLlm(s), label="s", config=team["config"]
+        )
+        score = run.runs[0][0]
+        assert score.passed is passed, score
+        assert score.unconfirmed_writes == 0 and score.unwanted_writes == 1 - sent
+        assert score.transcript[0]["confirmations"] == 1
