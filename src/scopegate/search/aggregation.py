@@ -309,9 +309,7 @@ def validate_aggregation_args(
             )
         interval = next(i for i in settings.intervals if i == raw_interval)
     elif raw_interval is not None and raw_interval not in settings.intervals:
-        return _bad(
-            f"interval only applies when group_by is {settings.date_field}; leave it out", field="interval"
-        )
+        return _bad(f"interval only applies when group_by is {settings.date_field}; leave it out", field="interval")
     # An allowed interval with another group_by is ignored: clients that send every property send one.
     filters = validate_filters(settings.spec, args)
     if isinstance(filters, dict):
