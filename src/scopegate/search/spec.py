@@ -134,19 +134,7 @@ def filter_description(f: KeywordFilter) -> str:
     filter silently narrows the result."""
     own = (f.description or f"Only results whose {f.name} is this value.").rstrip()
     own = own if own.endswith((".", "!", "?")) else f"{own}."
-    if ANY_VALUE not in f.allowed:
-        return f"{own} {ANY_VALUE!r} (the default) when the user did not ask for a particular {f.name}."
     return f"{own} Optional: leave it out unless the user asks for a particular {f.name}."
-
-
-# A filter's "no filter" value, offered first: a model that must fill every property (strict function
-# calling, constrained decoders) then has a right answer for an unasked filter.
-ANY_VALUE = "any"
-
-
-def filter_values(f: KeywordFilter) -> list[str]:
-    """The enum a model sees: ``any`` first (unless it is a real value), then the allowed values."""
-    return list(f.allowed) if ANY_VALUE in f.allowed else [ANY_VALUE, *f.allowed]
 
 
 def _fetch_name(data: Mapping[str, Any]) -> str:
@@ -398,7 +386,7 @@ class SearchSpec(SpecFields):
         return {
             f.name: {
                 "type": "string",
-                "enum": filter_values(f),
+                "enum": list(f.allowed),
                 "description": filter_description(f),
             }
             for f in self.filters

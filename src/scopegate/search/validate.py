@@ -11,7 +11,7 @@ from typing import Any
 
 from scopegate.errors import BAD_ARGUMENTS, BAD_FILTER, BAD_PAGE, BAD_QUERY, tool_error
 from scopegate.search.model import SearchRequest
-from scopegate.search.spec import ANY_VALUE, SearchSpec
+from scopegate.search.spec import SearchSpec
 from scopegate.text import preview
 
 _ALLOWED_WHITESPACE = {"\t", "\n", "\r"}
@@ -105,8 +105,6 @@ def validate_filters(spec: SearchSpec, args: Mapping[str, Any]) -> tuple[tuple[s
         if f.name not in args or args[f.name] is None:
             continue
         value = args[f.name]
-        if value == ANY_VALUE and ANY_VALUE not in f.allowed:
-            continue  # the declared "no filter" value
         if not isinstance(value, str) or value not in f.allowed:
             return tool_error(
                 BAD_FILTER,

@@ -30,7 +30,6 @@ def test_check_prints_declarations(
     report = json.loads(out)
     assert [t["name"] for t in report["tools"]] == ["search_tickets", "get_ticket", "count_tickets"]
     assert report["tools"][0]["parameters"]["properties"]["product"]["enum"] == [
-        "any",
         "payments",
         "payouts",
         "billing",

@@ -62,11 +62,11 @@ def test_gemini_uses_the_schema_subset() -> None:
     params = render(SEARCH, "gemini")["parameters"]
     assert params["type"] == "OBJECT"
     assert params["properties"]["product"] == {
-        "description": "Only tickets about this product. 'any' (the default) when the user did not ask for a "
+        "description": "Only tickets about this product. Optional: leave it out unless the user asks for a "
         "particular product.",
         "type": "STRING",
         "format": "enum",
-        "enum": ["any", "payments", "payouts", "billing", "identity"],
+        "enum": ["payments", "payouts", "billing", "identity"],
     }
     assert params["propertyOrdering"] == ["query", "product", "status", "page"]
 
