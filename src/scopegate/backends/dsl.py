@@ -198,6 +198,12 @@ def query_filters(spec: SearchSpec, query: SearchQuery, fm: FieldMap = IDENTITY)
     return filters
 
 
+def listing_sort(spec: SearchSpec, fm: FieldMap = IDENTITY) -> list[Any]:
+    """A filter-only listing: newest first by the date field (when the spec has one), ties by id."""
+    newest = [{fm.q(spec.date_field): {"order": "desc", "missing": "_last"}}] if spec.date_field else []
+    return [*newest, {fm.q(spec.id_field): "asc"}]
+
+
 def snippet_highlight(spec: SearchSpec, fm: FieldMap = IDENTITY) -> dict[str, Any]:
     """The engine's highlighter cuts the snippet: one fragment around the best match, with the index's own
     analysis (a synonym match too), plain text (empty tags), or the field's head for a hit matched only by
@@ -224,13 +230,27 @@ def search_body(
 ) -> dict[str, Any]:
     """The ``_search`` body for ``query``: text in ``must``, scope and filters in ``filter``.
 
-    On an existing index the snippet comes from the engine's highlighter and the snippet field stays out
-    of ``_source`` (a 30 KB body is never shipped to cut 400 characters of it).
+    Without text (a listing) the same filters select, and the date field orders. On an existing index the
+    snippet comes from the engine's highlighter and the snippet field stays out of ``_source`` (a 30 KB body
+    is never shipped to cut 400 characters of it).
     """
     sources = spec.hit_source_fields()
     engine_snippets = spec.existing and spec.snippets == "engine"
     if engine_snippets:
         sources = tuple(n for n in sources if n != spec.snippet_field or n in spec.result_fields)
+    if query.listing:
+        listing: dict[str, Any] = {
+            "query": {"bool": {"filter": query_filters(spec, query, fm)}},
+            "from": query.offset,
+            "size": query.limit,
+            "timeout": format_timeout(query.engine_timeout_s),
+            "track_total_hits": query.track_total_up_to,
+            "_source": fm.source_paths(sources),
+            "sort": listing_sort(spec, fm),
+        }
+        if engine_snippets:
+            listing["highlight"] = snippet_highlight(spec, fm)
+        return listing
     body: dict[str, Any] = {
         "query": {
             "bool": {

@@ -404,6 +404,10 @@ class EmbeddedBackend:
 
     def build_query(self, query: SearchQuery) -> tantivy.Query | None:
         """The tantivy query for ``query``: the text query, scope as zero-score filters."""
+        if query.listing:  # filters only: every in-scope document that matches them
+            return tantivy.Query.boolean_query(
+                [(tantivy.Occur.Must, tantivy.Query.all_query()), *self._scope_clauses(query.scope, query.filters)]
+            )
         text_q = self.text_query(query.text)
         if text_q is None:
             return None
@@ -463,7 +467,13 @@ class EmbeddedBackend:
             return RawResult(hits=(), total=0, terms=())
         try:
             searcher = self._searcher()
-            result = searcher.search(tq, query.limit, count=True, offset=query.offset)
+            if query.listing and self._stored_date is not None:  # newest first
+                result = searcher.search(
+                    tq, query.limit, count=True, order_by_field=self._stored_date, offset=query.offset,
+                    order=tantivy.Order.Desc,
+                )  # fmt: skip
+            else:
+                result = searcher.search(tq, query.limit, count=True, offset=query.offset)
             hits = []
             for score, address in result.hits:
                 fields = {k: _first(v) for k, v in searcher.doc(address).to_dict().items()}

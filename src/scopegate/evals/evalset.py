@@ -125,6 +125,7 @@ class EvalSet(BaseModel):
     description: str
     cases: tuple[EvalCase, ...]
     source: Path | None = None
+    instruction: str | None = None  # the eval agent's instruction over a config's tools (scopegate.instruction)
 
     def select(self, *, ci_only: bool = False, kinds: Sequence[str] = (), ids: Sequence[str] = ()) -> EvalSet:
         cases = [
@@ -149,9 +150,12 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
     except ValidationError as exc:
         raise ConfigError(f"{where}: not a valid ADK eval set: {exc.errors()[0]}") from exc
     extension = data.get("scopegate") or {}
-    agent = extension.get("agent")
+    agent = extension.get("agent", "config")
     if not isinstance(agent, str):
         raise ConfigError(f"{where}: top-level scopegate.agent must name the agent (e.g. 'support')")
+    instruction = extension.get("instruction")
+    if instruction is not None and not isinstance(instruction, str):
+        raise ConfigError(f"{where}: top-level scopegate.instruction must be a string")
     cases = []
     for raw in data["eval_cases"]:
         eval_id = raw.get("eval_id", "?")
@@ -179,6 +183,7 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
         description=str(data.get("description") or ""),
         cases=tuple(cases),
         source=source,
+        instruction=instruction,
     )
 
 
@@ -238,3 +243,27 @@ def representative_args(call: ExpectedCall) -> dict[str, Any]:
         elif rule.contains_any:
             args[name] = rule.contains_any[0]
     return args
+
+
+def tool_references(case: EvalCase) -> list[tuple[str, str]]:
+    """(key, tool name) of every tool a case names: expected, forbidden, attack patterns, faults."""
+    out: list[tuple[str, str]] = []
+    for t, turn in enumerate(case.spec.turns):
+        out += [(f"scopegate.turns[{t}].expect[{i}].tool", c.tool) for i, c in enumerate(turn.expect)]
+        out += [(f"scopegate.turns[{t}].forbid[{i}].tool", p.tool) for i, p in enumerate(turn.forbid)]
+    out += [(f"scopegate.attack[{i}].tool", p.tool) for i, p in enumerate(case.spec.attack)]
+    out += [(f"scopegate.faults[{i}].tool", f.tool) for i, f in enumerate(case.spec.faults)]
+    return out
+
+
+def check_tools(eval_set: EvalSet, tools: Sequence[str], target: str) -> None:
+    """Every tool a case names is one of ``tools``; else a one-line :class:`ConfigError` naming case and key."""
+    known = set(tools)
+    where = str(eval_set.source or eval_set.eval_set_id)
+    for case in eval_set.cases:
+        for key, name in tool_references(case):
+            if name not in known:
+                raise ConfigError(
+                    f"{where}: case {case.eval_id!r}: {key}: {name!r} is not a tool of {target} "
+                    f"(tools: {', '.join(sorted(known)) or 'none'})"
+                )

@@ -13,6 +13,7 @@ server's environment); its cases run through ADK.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
@@ -27,9 +28,11 @@ from google.adk.models.llm_request import LlmRequest
 from google.genai import types
 
 from scopegate.backends.embedded import EmbeddedBackend
+from scopegate.errors import ConfigError
 from scopegate.evals.evalset import EvalCase, EvalSet
 from scopegate.evals.scoring import ActualCall, CaseScore, TurnRecord
 from scopegate.evals.worlds import SUPPORT_INSTRUCTION, SupportWorld, eval_tickets, support_spec
+from scopegate.scope import ScopeKeys
 from scopegate.search.spec import spec_to_dict
 
 MAX_MODEL_CALLS = 10
@@ -71,18 +74,32 @@ class _Servers:
         self.stack = stack
         self.clients: dict[str, Any] = {}
 
-    async def client(self, tenant: str) -> Any:
-        if tenant not in self.clients:
+    async def client(self, identity: Mapping[str, str]) -> Any:
+        """The server for one stdio identity (``SCOPEGATE_TENANT``/``_USER``/``_GROUPS``)."""
+        key = json.dumps(dict(identity), sort_keys=True)
+        if key not in self.clients:
             from mcp import Client
             from mcp.client.stdio import StdioServerParameters
 
             params = StdioServerParameters(
                 command=sys.executable,
                 args=["-m", "scopegate.cli", "serve", str(self.config)],
-                env={**os.environ, "SCOPEGATE_TENANT": tenant},
+                env={**os.environ, **identity},
+                cwd=str(self.config.parent),
             )
-            self.clients[tenant] = await self.stack.enter_async_context(Client(params))
-        return self.clients[tenant]
+            self.clients[key] = await self.stack.enter_async_context(Client(params))
+        return self.clients[key]
+
+
+def stdio_identity_env(state: Mapping[str, Any], keys: ScopeKeys) -> dict[str, str]:
+    """The stdio server's identity for a case: its session state under the config's state keys."""
+    env = {"SCOPEGATE_TENANT": str(state.get(keys.tenant, ""))}
+    if keys.user and state.get(keys.user) is not None:
+        env["SCOPEGATE_USER"] = str(state[keys.user])
+    groups = state.get(keys.groups) if keys.groups else None
+    if isinstance(groups, list | tuple):
+        env["SCOPEGATE_GROUPS"] = ",".join(str(g) for g in groups)
+    return env
 
 
 def _declarations(listed: Any) -> list[types.FunctionDeclaration]:
@@ -101,21 +118,31 @@ async def _model_turn(model: BaseLlm, request: LlmRequest) -> types.Content:
     return last.content
 
 
-async def run_case_mcp(servers: _Servers, world: SupportWorld, model: BaseLlm, case: EvalCase) -> CaseScore:
+async def run_case_mcp(
+    servers: _Servers,
+    world: Any,
+    model: BaseLlm,
+    case: EvalCase,
+    *,
+    instruction: str = SUPPORT_INSTRUCTION,
+    keys: ScopeKeys | None = None,
+) -> CaseScore:
     from scopegate.evals.adk_runner import score_case
 
     started = time.perf_counter()
-    tenant = str(case.state.get("tenant_id", ""))
+    identity = stdio_identity_env(case.state, keys or ScopeKeys())
+    check_scope = getattr(world, "check_scope", None)
+    world.begin_case()
     records: list[TurnRecord] = []
     error = None
     violations = 0
     faults = {f.tool: f for f in case.spec.faults}
     seen: dict[str, int] = {}
     try:
-        client = await servers.client(tenant)
+        client = await servers.client(identity)
         declarations = _declarations(await client.list_tools())
         config = types.GenerateContentConfig(
-            system_instruction=SUPPORT_INSTRUCTION, tools=[types.Tool(function_declarations=declarations)]
+            system_instruction=instruction, tools=[types.Tool(function_declarations=declarations)]
         )
         contents: list[types.Content] = []
         for message in case.messages:
@@ -145,13 +172,16 @@ async def run_case_mcp(servers: _Servers, world: SupportWorld, model: BaseLlm, c
                         called = await client.call_tool(name, args)
                         result = dict(called.structured_content or {})
                         violations += world.check_response(name, result, case.state)
+                        if check_scope is not None:
+                            violations += await check_scope(name, result, case.state)
                     calls.append(ActualCall(name, args, result))
                     parts.append(types.Part(function_response=types.FunctionResponse(name=name, response=dict(result))))
                 contents.append(types.Content(role="user", parts=parts))
             records.append(TurnRecord(tuple(calls), reply))
     except Exception as exc:  # an eval run must finish and report
         error = f"{type(exc).__name__}: {exc}"
-    return score_case(case, records, error, started, violations, 0)
+    # A write needs the user's confirmation, which this loop never gives: any write that got through is unconfirmed.
+    return score_case(case, records, error, started, violations, world.end_case().writes_sent)
 
 
 @contextlib.asynccontextmanager
@@ -166,27 +196,48 @@ async def mcp_support(variant: str = "baseline") -> AsyncIterator[tuple[_Servers
         await checker.backend.close()
 
 
+@contextlib.asynccontextmanager
+async def mcp_config(config: Path) -> AsyncIterator[tuple[_Servers, Any]]:
+    """``scopegate serve CONFIG`` per case identity, and the same config's tools in process for the checks."""
+    from scopegate.evals.targets import config_world, load_config_file
+
+    loaded = load_config_file(config)
+    if loaded.stdio.tenant is not None:
+        raise ConfigError(
+            f"{config}: stdio.tenant is set, so an MCP eval cannot give each case its own tenant; "
+            "leave it unset (the eval sets SCOPEGATE_TENANT per case)"
+        )
+    async with config_world(config) as world, contextlib.AsyncExitStack() as stack:
+        yield _Servers(config.resolve(), stack), world
+
+
 async def run_cases_mcp(
     eval_set: EvalSet,
-    model: BaseLlm | str,
+    model: BaseLlm | str | None,
     *,
     progress: Callable[[int, CaseScore], None] | None = None,
     variant: str = "baseline",
     run: int = 0,
+    config: Path | None = None,
 ) -> list[CaseScore]:
-    if eval_set.agent != "support":
-        raise ValueError("over MCP only the support set runs here (the orders agent runs through ADK)")
+    if config is None and eval_set.agent != "support":
+        raise ConfigError("over MCP the shipped support set or a --config runs (the orders agent runs through ADK)")
+    if model is None:
+        raise ConfigError("over MCP the eval needs a model (--model)")
     if isinstance(model, str):
         from google.adk.models.registry import LLMRegistry
 
         model = LLMRegistry.new_llm(model)
     scores = []
-    async with mcp_support(variant) as (servers, world):
+    servers_cm: Any = mcp_config(config) if config is not None else mcp_support(variant)
+    async with servers_cm as (servers, world):
+        keys = world.app.config.scope_keys if config is not None else ScopeKeys()
+        instruction = (eval_set.instruction or world.instruction) if config is not None else SUPPORT_INSTRUCTION
         for case in eval_set.cases:
             reset = getattr(model, "reset_stats", None)
             if callable(reset):
                 reset()
-            score = await run_case_mcp(servers, world, model, case)
+            score = await run_case_mcp(servers, world, model, case, instruction=instruction, keys=keys)
             scores.append(score)
             if progress is not None:
                 progress(run, score)

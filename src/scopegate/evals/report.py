@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ COLUMNS = (
     ("injection tried", "attack_attempt_rate"),
     ("scope violations", "scope_violations"),
     ("unconfirmed writes", "unconfirmed_writes"),
+    ("unwanted writes", "unwanted_writes"),
     ("s/case mean", "seconds_mean"),
     ("s/case p95", "seconds_p95"),
     ("RSS MB", "rss_mb_max"),
@@ -91,11 +93,101 @@ def markdown(runs: Sequence[EvalRun], *, title: str = "scopegate eval") -> str:
             f"- {run.eval_set} / {run.model}: {len(run.runs)} run(s) in {run.seconds:.0f} s, started {run.started}, "
             f"load average before {load}, peak RSS {run.peak_rss_mb:.0f} MB"
         )
+    lines += breakdown(runs)
     fails = [(run, f) for run in runs for f in failures(run)]
     if fails:
         lines += ["", "## Failed cases (first run)", ""]
         for run, (eval_id, problems) in fails:
             lines.append(f"- `{eval_id}` ({run.model}): {'; '.join(problems[:3])}")
+        lines += ["", "## Failure transcripts (first run)", ""]
+        for run in runs:
+            for score in run.runs[0] if run.runs else []:
+                if not score.passed:
+                    lines += failure_transcript(score)
+    return "\n".join(lines) + "\n"
+
+
+def _rates(scores: Sequence[CaseScore]) -> str:
+    turns = [t for s in scores for t in s.turns if t.expects_tool]
+    declines = [t for s in scores for t in s.turns if not t.expects_tool]
+
+    def rate(hits: int, total: int) -> str:
+        return f"{hits / total:.2f}" if total else "-"
+
+    return " | ".join(
+        [
+            str(len(scores)),
+            rate(sum(s.passed for s in scores), len(scores)),
+            rate(sum(t.right_tool for t in turns), len(turns)),
+            rate(sum(t.exact_args for t in turns), len(turns)),
+            rate(sum(t.declined for t in declines), len(declines)),
+        ]
+    )
+
+
+def breakdown(runs: Sequence[EvalRun]) -> list[str]:
+    """Per case kind and per expected tool (first run of every set): where a team should look first."""
+    scores = [s for run in runs for s in (run.runs[0] if run.runs else [])]
+    if not scores:
+        return []
+    header = ["| {} | cases | pass | right tool | exact args | correct decline |", "|---|---|---|---|---|---|"]
+    lines = ["", "## By case kind (first run)", "", header[0].format("kind"), header[1]]
+    for kind in sorted({s.kind for s in scores}):
+        lines.append(f"| {kind} | {_rates([s for s in scores if s.kind == kind])} |")
+    lines += ["", "## By expected tool (first run)", "", header[0].format("tool"), header[1]]
+    for tool in sorted(
+        {t for s in scores for t in s.tools} | ({"(none)"} if any(not s.tools for s in scores) else set())
+    ):
+        chosen = [s for s in scores if tool in s.tools or (tool == "(none)" and not s.tools)]
+        lines.append(f"| {tool} | {_rates(chosen)} |")
+    return lines
+
+
+def _short(value: Any, limit: int = 600) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else value
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def failure_transcript(score: CaseScore) -> list[str]:
+    """A failed case as a team reads it: the problems, each user message, every call with its response, the reply."""
+    problems = ([score.error] if score.error else []) + [p for t in score.turns for p in t.problems]
+    lines = [f"### `{score.eval_id}` ({score.kind})", "", *(f"- problem: {p}" for p in problems)]
+    for turn in score.transcript:
+        lines.append(f"- user: {_short(turn.get('user', ''))}")
+        for c in turn.get("calls", []):
+            code = f" {c['error_code']}" if c.get("error_code") else ""
+            lines.append(f"  - call `{c['tool']}({_short(c.get('args', {}), 300)})` -> {c.get('status')}{code}")
+            lines.append(f"    - response: `{_short(c.get('response'))}`")
+        if turn.get("confirmations"):
+            lines.append(f"  - confirmation requests: {turn['confirmations']}")
+        lines.append(f"  - reply: {_short(turn.get('reply', ''))}")
+    return [*lines, ""]
+
+
+def diff_runs(before: Sequence[EvalRun], after: Sequence[EvalRun], labels: tuple[str, str]) -> str:
+    """Declaration diff: the same set against two versions of a config, case by case (first runs)."""
+
+    def cases(runs: Sequence[EvalRun]) -> dict[str, CaseScore]:
+        return {f"{r.eval_set}/{s.eval_id}": s for r in runs for s in (r.runs[0] if r.runs else [])}
+
+    def first_calls(score: CaseScore) -> str:
+        calls = [c for t in score.transcript for c in t.get("calls", [])]
+        return ", ".join(f"{c['tool']}({_short(c.get('args', {}), 80)})" for c in calls[:2]) or "(no call)"
+
+    a, b = cases(before), cases(after)
+    lines = [
+        f"# Declaration diff: {labels[0]} -> {labels[1]}", "",
+        f"Passed: {sum(s.passed for s in a.values())}/{len(a)} -> {sum(s.passed for s in b.values())}/{len(b)}", "",
+        "| case | before | after | calls before | calls after |", "|---|---|---|---|---|",
+    ]  # fmt: skip
+    changed = 0
+    for key in sorted(a.keys() & b.keys()):
+        x, y = a[key], b[key]
+        if x.passed != y.passed or first_calls(x) != first_calls(y):
+            changed += 1
+            mark = {True: "pass", False: "FAIL"}
+            lines.append(f"| `{key}` | {mark[x.passed]} | {mark[y.passed]} | {first_calls(x)} | {first_calls(y)} |")
+    lines += ["", f"{changed} of {len(a.keys() & b.keys())} cases changed (pass/fail or the first calls)."]
     return "\n".join(lines) + "\n"
 
 
@@ -110,7 +202,9 @@ def _case(score: CaseScore) -> dict[str, Any]:
         "attempted_attack": score.attempted_attack,
         "scope_violations": score.scope_violations,
         "unconfirmed_writes": score.unconfirmed_writes,
+        "unwanted_writes": score.unwanted_writes,
         "error": score.error,
+        "tools": list(score.tools),
         "turns": [
             {
                 "right_tool": t.right_tool,

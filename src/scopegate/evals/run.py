@@ -5,16 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from google.adk.models.base_llm import BaseLlm
 
-from scopegate.evals.adk_runner import run_case_adk
-from scopegate.evals.evalset import EvalSet
+from scopegate.evals.adk_runner import run_case_adk, run_case_agent
+from scopegate.evals.evalset import EvalCase, EvalSet
 from scopegate.evals.resources import peak_rss_mb
 from scopegate.evals.scoring import CaseScore, Summary, summarise
+from scopegate.evals.targets import AgentTarget, config_world
 from scopegate.evals.worlds import open_world
 
 Transport = Literal["adk", "mcp"]
@@ -53,7 +55,7 @@ def _model_calls(model: BaseLlm | str) -> int:
 
 async def run_eval(
     eval_set: EvalSet,
-    model_for_run: Callable[[int], BaseLlm | str],
+    model_for_run: Callable[[int], BaseLlm | str | None],
     *,
     label: str,
     k: int = 1,
@@ -61,8 +63,11 @@ async def run_eval(
     progress: Progress | None = None,
     settings: dict[str, Any] | None = None,
     variant: str = "baseline",
+    config: Path | None = None,
+    agent: AgentTarget | None = None,
 ) -> EvalRun:
-    """Every case of ``eval_set``, ``k`` times (run ``r`` uses ``model_for_run(r)``), against the real world."""
+    """Every case of ``eval_set``, ``k`` times (run ``r`` uses ``model_for_run(r)``), against the real world:
+    a shipped world (the set's agent), the tools of a scopegate ``config``, or a team's own ``agent``."""
     started_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     load_before = os.getloadavg()
     started = time.perf_counter()
@@ -71,23 +76,29 @@ async def run_eval(
         from scopegate.evals.mcp_runner import run_cases_mcp
 
         for r in range(k):
-            runs.append(await run_cases_mcp(eval_set, model_for_run(r), progress=progress, variant=variant, run=r))
+            runs.append(
+                await run_cases_mcp(
+                    eval_set, model_for_run(r), progress=progress, variant=variant, run=r, config=config
+                )
+            )
+    elif agent is not None:
+        for r in range(k):
+            model = model_for_run(r)
+            runs.append(await _each_case(eval_set, model, r, progress, lambda m, c: run_case_agent(agent, m, c)))
     else:
-        async with open_world(eval_set.agent, variant) as world:
+        world_cm: Any = (
+            config_world(config, eval_set.instruction) if config is not None else open_world(eval_set.agent, variant)
+        )
+        async with world_cm as world:
+
+            def in_world(model: Any, case: EvalCase) -> Awaitable[CaseScore]:
+                return run_case_adk(world, model, case)
+
             for r in range(k):
-                model = model_for_run(r)
-                scores = []
-                for case in eval_set.cases:
-                    _reset(model)
-                    score = await run_case_adk(world, model, case)
-                    score = _with_calls(score, _model_calls(model))
-                    scores.append(score)
-                    if progress is not None:
-                        progress(r, score)
-                runs.append(scores)
+                runs.append(await _each_case(eval_set, model_for_run(r), r, progress, in_world))
     return EvalRun(
         eval_set=eval_set.eval_set_id,
-        agent=eval_set.agent,
+        agent=str(config) if config is not None else agent.spec if agent is not None else eval_set.agent,
         model=label,
         transport=transport,
         runs=runs,
@@ -98,6 +109,25 @@ async def run_eval(
         peak_rss_mb=peak_rss_mb(),
         settings={**(settings or {}), "variant": variant},
     )
+
+
+async def _each_case(
+    eval_set: EvalSet,
+    model: Any,
+    r: int,
+    progress: Progress | None,
+    run_case: Callable[[Any, EvalCase], Awaitable[CaseScore]],
+) -> list[CaseScore]:
+    scores = []
+    for case in eval_set.cases:
+        if model is not None:
+            _reset(model)
+        score = await run_case(model, case)
+        score = _with_calls(score, _model_calls(model) if model is not None else 0)
+        scores.append(score)
+        if progress is not None:
+            progress(r, score)
+    return scores
 
 
 def _with_calls(score: CaseScore, calls: int) -> CaseScore:

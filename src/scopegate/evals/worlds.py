@@ -24,11 +24,13 @@ from typing import Any, Protocol
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 
-from scopegate.adapters.adk import adk_search_tools
+from scopegate.adapters.adk import ScopegateToolset
 from scopegate.adapters.adk_scope import ScopePolicy
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.demo.corpus import INJECTION_TENANT, generate_tickets, ticket_spec
+from scopegate.errors import ConfigError
 from scopegate.guard import Guard
+from scopegate.search.bundle import search_tools
 from scopegate.search.spec import SearchSpec
 
 SUPPORT_INSTRUCTION = (
@@ -126,7 +128,8 @@ class SupportWorld:
 
     def adk_tools(self) -> list[BaseTool | BaseToolset]:
         # The production path: the ADK adapter with a guard (call cap; no cache, so every call reaches the index).
-        return list(adk_search_tools(self.spec, self.backend, guard=Guard(cache=None), scope_policy=EVAL_SCOPE))
+        tools = search_tools(self.spec, self.backend)
+        return [ScopegateToolset(tools, guard=Guard(cache=None), scope_policy=EVAL_SCOPE)]
 
     def begin_case(self) -> None:
         self.observation = Observation()
@@ -168,7 +171,7 @@ def support_spec(variant: str = "baseline") -> SearchSpec:
         )
         return dataclasses.replace(spec, filters=filters)
     if variant != "baseline":
-        raise KeyError(f"unknown support variant {variant!r}; known: {', '.join(SUPPORT_VARIANTS)}")
+        raise ConfigError(f"unknown support variant {variant!r}; known: {', '.join(SUPPORT_VARIANTS)}")
     return spec
 
 
@@ -213,9 +216,11 @@ class OrdersWorld:
 
     def adk_tools(self) -> list[BaseTool | BaseToolset]:
         """A fresh toolset per case: ``Runner.close()`` closes the toolsets (and HTTP clients) of its agent."""
-        from scopegate.adapters.adk_openapi import OpenApiToolset
+        from scopegate.openapi.runtime.toolset import OperationToolset
 
-        return [OpenApiToolset(self.settings, scope_policy=EVAL_SCOPE, catalog=self.catalog)]
+        operations = OperationToolset(self.settings)
+        source = operations.catalog() if self.catalog else operations
+        return [ScopegateToolset(source, scope_policy=EVAL_SCOPE)]
 
     def _writes(self) -> int:
         return sum(self.service.state.hits(op) for op in WRITE_OPERATIONS)
@@ -271,7 +276,7 @@ def orders_settings_variant(base_url: str, variant: str, folder: Path) -> Any:
             policies[op] = dataclasses.replace(policies[op], description=f"{base}.{CONFIRM_WORDING}")
         return dataclasses.replace(settings, policies=policies)
     if variant not in ("baseline", "catalog"):
-        raise KeyError(f"unknown orders variant {variant!r}; known: {', '.join(ORDERS_VARIANTS)}")
+        raise ConfigError(f"unknown orders variant {variant!r}; known: {', '.join(ORDERS_VARIANTS)}")
     return settings
 
 
@@ -285,11 +290,37 @@ async def orders_world(variant: str = "baseline") -> AsyncIterator[OrdersWorld]:
         yield OrdersWorld(svc, settings, catalog=variant == "catalog")
 
 
+WORLD_VARIANTS = {"support": SUPPORT_VARIANTS, "orders": ORDERS_VARIANTS}
+
+
+def check_world(name: str, variant: str = "baseline") -> None:
+    """A one-line :class:`ConfigError` for an unknown agent or variant (checked before any model loads)."""
+    if name not in WORLD_VARIANTS:
+        raise ConfigError(
+            f"unknown agent {name!r} (known: {', '.join(WORLD_VARIANTS)}); for your own tools give --config "
+            "scopegate.yaml, for your own agent --agent package.module:attr"
+        )
+    if variant not in WORLD_VARIANTS[name]:
+        raise ConfigError(
+            f"unknown --variant {variant!r} for agent {name!r} (known: {', '.join(WORLD_VARIANTS[name])})"
+        )
+
+
+def world_tools(name: str, variant: str = "baseline") -> tuple[str, ...]:
+    """The tool names the model sees in a shipped world (no service started)."""
+    check_world(name, variant)
+    if name == "support":
+        spec = support_spec(variant)
+        return (spec.name, spec.fetch_name)
+    from scopegate.demo.orders_demo import orders_settings
+
+    return tuple(orders_settings("http://127.0.0.1:9").allow)
+
+
 def open_world(
     name: str, variant: str = "baseline"
 ) -> contextlib.AbstractAsyncContextManager[SupportWorld | OrdersWorld]:
+    check_world(name, variant)
     if name == "support":
         return support_world(variant)
-    if name == "orders":
-        return orders_world(variant)
-    raise KeyError(f"unknown agent {name!r}; known: support, orders")
+    return orders_world(variant)

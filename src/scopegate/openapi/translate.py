@@ -272,6 +272,13 @@ def credential_inputs(schemes: Mapping[str, SecurityScheme]) -> dict[tuple[str, 
     return out
 
 
+def as_sentence(text: str) -> str:
+    """A summary ended with a period: prompts that fold line breaks must not run it into the description
+    ("List orders List the orders ...")."""
+    text = text.rstrip()
+    return text if not text or text[-1] in ".!?:;…" else f"{text}."
+
+
 def tool_description(op: Operation, extra: str, limit: int) -> str:
     parts: list[str] = []
     if op.deprecated:
@@ -279,7 +286,7 @@ def tool_description(op: Operation, extra: str, limit: int) -> str:
     if not op.summary and not op.description:
         parts.append(f"{op.method} {op.path}")
     if op.summary:
-        parts.append(op.summary)
+        parts.append(as_sentence(op.summary))
     if op.description and op.description != op.summary:
         parts.append(op.description)
     if extra:

@@ -102,9 +102,10 @@ class AggregationSettings:
             props["interval"] = {
                 "type": "string",
                 "enum": list(self.intervals),
-                "description": f"Bucket size when group_by is {date}: calendar day, ISO week (from Monday) "
-                "or month, in UTC.",
-                "default": self.intervals[0],
+                # No "default": a client that sends every property (strict function calling) would send it
+                # with every count; the server picks the first interval when it is left out.
+                "description": f"Only when group_by is {date}: bucket size (calendar day, ISO week from Monday "
+                f"or month, UTC); default {self.intervals[0]}. Ignored for other group_by values.",
             }
         props.update(self.spec.filter_properties())
         if date is not None:
@@ -307,8 +308,9 @@ def validate_aggregation_args(
                 allowed=list(settings.intervals),
             )
         interval = next(i for i in settings.intervals if i == raw_interval)
-    elif raw_interval is not None:
-        return _bad(f"interval only applies when group_by is {settings.date_field}", field="interval")
+    elif raw_interval is not None and raw_interval not in settings.intervals:
+        return _bad(f"interval only applies when group_by is {settings.date_field}; leave it out", field="interval")
+    # An allowed interval with another group_by is ignored: clients that send every property send one.
     filters = validate_filters(settings.spec, args)
     if isinstance(filters, dict):
         return filters

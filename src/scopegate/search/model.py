@@ -39,6 +39,11 @@ class SearchQuery:
     engine_timeout_s: float
     client_timeout_s: float
 
+    @property
+    def listing(self) -> bool:
+        """No keywords: list the in-scope documents matching the filters, newest first (by the date field)."""
+        return not self.text
+
 
 @dataclass(frozen=True)
 class RawHit:

@@ -106,7 +106,7 @@ async def retrieve(
     fetch: FetchFields,
 ) -> RawResult:
     """One search in the spec's retrieval mode; returns the requested page with an honest total."""
-    if spec.retrieval == "keyword":
+    if spec.retrieval == "keyword" or query.listing:  # a listing has no text to embed
         return await keyword(query)
     depth = max(spec.retrieval_depth, query.offset + query.limit)
     deep = dataclasses.replace(query, offset=0, limit=depth)

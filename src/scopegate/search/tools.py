@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +28,7 @@ from scopegate.errors import (
 )
 from scopegate.scope import Scope, ScopeMissing, read_scope
 from scopegate.search.analysis import unique_terms
-from scopegate.search.model import SearchQuery, SearchRequest
+from scopegate.search.model import RawHit, RawResult, SearchQuery, SearchRequest
 from scopegate.search.normalise import normalise_keywords, search_cache_args
 from scopegate.search.shaper import shape_document, shape_search
 from scopegate.search.spec import SearchSpec
@@ -150,7 +151,7 @@ class SearchTool(_SpecTool):
         except ScopeMissing:
             return tool_error(NO_SCOPE, NO_SCOPE_MESSAGE)
         terms = unique_terms(request.query)
-        if not terms:
+        if request.query and not terms:
             return tool_error(
                 BAD_QUERY,
                 "the query has no searchable words (punctuation and very common words are ignored); "
@@ -161,9 +162,52 @@ class SearchTool(_SpecTool):
             # asyncio.timeout, unlike wait_for, does not wrap the call in a new task (a loop turn per call).
             async with asyncio.timeout(self.spec.client_timeout_s):
                 raw = await self.backend.search(query)
+                found = None
+                if raw.total == 0 and request.page == 1 and id_shaped(request.query):
+                    # Ids are rarely in the text: a query that is one id finds the document itself (in scope).
+                    found = await find_by_id(self.backend, request.query, scope)
+                    if found is not None:
+                        raw = RawResult(hits=(RawHit(found[0], 0.0, found[1]),), total=1, terms=raw.terms)
         except Exception as exc:
             return backend_failure(exc, self.spec)
-        return shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
+        out = shape_search(self.spec, request, raw, raw.terms or terms, self.backend.analyze)
+        if found is not None or (raw.total == 0 and request.page == 1 and id_shaped(request.query)):
+            out.update(id_query_hint(self.spec, request.query, found=found is not None))
+        elif not request.query and raw.total:
+            out["order"] = "newest first" if self.spec.date_field else "index order"
+        return out
+
+
+_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/#-]{1,127}")
+
+
+def id_shaped(query: str) -> bool:
+    """One token with a digit, such as ``HOO-00201`` or ``ord_1005``: maybe a document id."""
+    return _ID_SHAPE.fullmatch(query) is not None and any(c.isdigit() for c in query)
+
+
+async def find_by_id(
+    backend: SearchBackend, text: str, scope: Scope, *, exact: bool = True
+) -> tuple[str, dict[str, Any]] | None:
+    """The in-scope document whose id is ``text`` (unless not ``exact``) or its upper/lower-case form
+    (at most 3 lookups, each inside the engine's scope filter)."""
+    for candidate in dict.fromkeys((text, text.upper(), text.lower())):
+        if candidate == text and not exact:
+            continue
+        doc = await backend.get(candidate, scope)
+        if doc is not None:
+            return candidate, doc
+    return None
+
+
+def id_query_hint(spec: SearchSpec, query: str, *, found: bool) -> dict[str, Any]:
+    """The hint of a search whose query looks like an id: where the fetch tool comes in."""
+    if found:
+        return {"hint": f"{query!r} is a {spec.id_field}: this is that document ({spec.fetch_name}: full text)."}
+    return {
+        "hint": f"No matches, and {query!r} is not the {spec.id_field} of any document this session can see "
+        f"(ids are matched exactly, case included). {spec.fetch_name} opens a document by its id."
+    }
 
 
 class FetchTool(_SpecTool):
@@ -218,5 +262,27 @@ class FetchTool(_SpecTool):
             return backend_failure(exc, self.spec)
         if doc is None:
             # Same answer for "absent" and "belongs to someone else": existence is not revealed.
-            return tool_error(NOT_FOUND, f"no {self.spec.id_field} {doc_id!r} is visible to this session")
+            return await self._not_found(doc_id, scope)
         return shape_document(self.spec, doc)
+
+    async def _not_found(self, doc_id: str, scope: Scope) -> dict[str, Any]:
+        """NOT_FOUND, saying what the id's form may have got wrong (case: only ids in scope are suggested)."""
+        message = f"no {self.spec.id_field} {doc_id!r} is visible to this session"
+        try:
+            async with asyncio.timeout(self.spec.client_timeout_s):
+                other = await find_by_id(self.backend, doc_id, scope, exact=False)
+        except Exception:  # the suggestion is a courtesy: NOT_FOUND stands without it
+            other = None
+        if other is not None:
+            return tool_error(
+                NOT_FOUND,
+                f"{message}; ids are matched exactly, case included",
+                hint=f"Did you mean {other[0]!r}? Call {self.name} with that id.",
+                did_you_mean=other[0],
+            )
+        return tool_error(
+            NOT_FOUND,
+            message,
+            hint=f"Send the {self.spec.id_field} exactly as a search result showed it (case included), "
+            f"or search for it with {self.spec.name}.",
+        )

@@ -31,6 +31,18 @@ def normalise_query(text: str) -> str:
     return " ".join(text.split())
 
 
+EMPTY_QUERY_MESSAGE = "query is empty; send one or more keywords"
+
+
+def empty_query_hint(spec: SearchSpec) -> str:
+    """What an empty query can become: keywords, or (with a filter) a listing."""
+    if not spec.filters:
+        return "Send keywords, such as words from the subject or an error code."
+    names = " or ".join(f.name for f in spec.filters)
+    order = "newest first" if spec.date_field else "in index order"
+    return f"Send keywords, or leave query empty and set {names} to list matching documents ({order})."
+
+
 def validate_search_args(spec: SearchSpec, args: Mapping[str, Any]) -> SearchRequest | dict[str, Any]:
     if not isinstance(args, Mapping):
         return tool_error(BAD_ARGUMENTS, "arguments must be an object", allowed=list(spec.argument_names()))
@@ -43,23 +55,27 @@ def validate_search_args(spec: SearchSpec, args: Mapping[str, Any]) -> SearchReq
             allowed=list(allowed_names),
         )
 
+    filters = validate_filters(spec, args)
+    if isinstance(filters, dict):
+        return filters
+
     query = args.get("query")
+    if query is None and filters:
+        query = ""  # a filter-only listing
     if not isinstance(query, str):
         return tool_error(BAD_QUERY, "query is required and must be a string of keywords")
     if _has_control_chars(query):
         return tool_error(BAD_QUERY, "query contains control characters; send plain keywords")
     text = normalise_query(query)
-    if len(text) < spec.min_query_chars:
-        return tool_error(BAD_QUERY, "query is empty; send one or more keywords")
+    if not text and not filters:
+        return tool_error(BAD_QUERY, EMPTY_QUERY_MESSAGE, hint=empty_query_hint(spec))
+    if text and len(text) < spec.min_query_chars:
+        return tool_error(BAD_QUERY, f"query is shorter than {spec.min_query_chars} characters; send keywords")
     if len(text) > spec.max_query_chars:
         return tool_error(
             BAD_QUERY,
             f"query is {len(text)} characters; the limit is {spec.max_query_chars}. Use fewer, more specific keywords.",
         )
-
-    filters = validate_filters(spec, args)
-    if isinstance(filters, dict):
-        return filters
 
     page_raw = args.get("page", 1)
     if page_raw is None:

@@ -62,7 +62,8 @@ def test_gemini_uses_the_schema_subset() -> None:
     params = render(SEARCH, "gemini")["parameters"]
     assert params["type"] == "OBJECT"
     assert params["properties"]["product"] == {
-        "description": "Only tickets about this product.",
+        "description": "Only tickets about this product. Optional: leave it out unless the user asks for a "
+        "particular product.",
         "type": "STRING",
         "format": "enum",
         "enum": ["payments", "payouts", "billing", "identity"],

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -60,6 +60,15 @@ INLINE_BODY_BYTES = 64 * 1024
 # MIN_JSON_VALUES): parsed values cost 50-200 bytes each, so memory stays a small multiple of the limit.
 BYTES_PER_JSON_VALUE = 10
 MIN_JSON_VALUES = 1000
+
+
+def bound_note(bound: Sequence[str]) -> str:
+    """What a bound (server-supplied) argument means for the model: only the caller's own data."""
+    names = ", ".join(bound)
+    return (
+        f"Only the signed-in user's own data: the server sets {names} from the session, so this cannot "
+        "return another person's data."
+    )
 
 
 @dataclass
@@ -148,6 +157,9 @@ class OperationTool:
         if isinstance(self.ownership, HookOwner) and self.ownership.phase == "after" and self.operation.state_changing:
             raise ConfigError(f"{self.name}: a state-changing operation needs a 'before' ownership hook")
         description = policy.description or declaration.description
+        if policy.bind:
+            # Otherwise a model lists the caller's own records and presents them as someone else's.
+            description += f"\n\n{bound_note(sorted(policy.bind))}"
         if self.requires_confirmation:
             description += "\n\nChanges data: the user is asked to confirm before the request is sent."
         self.description = description
