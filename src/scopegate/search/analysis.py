@@ -9,11 +9,13 @@ such as ``E4012`` or ``card_declined`` stay one token, and query syntax such as
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 
 import tantivy
 
-from scopegate.search.word_marks import OTHER_NUMBERS, WORD_CONNECTORS, WORD_MARKS
+from scopegate.search.native import NATIVE
+from scopegate.search.word_marks import WORD_MARKS, WORD_STARTS
 
 # The regex word tokenizer's analyser: text fields with postings of their own, and the catch-all field of
 # indexes written before the words analyser.
@@ -28,16 +30,17 @@ WORD_PATTERN = r"\w+"
 MAX_TOKEN_CHARS = 64
 
 
-# Words as the engines' \w finds them (scripts/gen_word_marks.py has the rule): Python's \w but "other
-# numbers", or connector punctuation, then more of them, combining marks or ZWNJ/ZWJ (a mark never
-# starts a word). One definition for the engine's words (word_runs), the snippets' words and the C
-# pass (_wordscan.c reads the same tables).
+# Words as the engines' \w finds them (scripts/gen_word_marks.py has the rule): a letter, digit or
+# connector, then more of them, combining marks or ZWNJ/ZWJ (a mark never starts a word). Explicit
+# classes from the frozen tables, never Python's own \w, so every Python cuts the same words as the
+# index was written with. One definition for the engine's words (word_runs), the snippets' words and
+# the C pass (_wordscan.c reads the same tables).
 def _class(table: tuple[tuple[int, int], ...]) -> str:
     return "".join(f"{chr(a)}-{chr(b)}" for a, b in table)
 
 
-WORD_START = f"(?:[^\\W{_class(OTHER_NUMBERS)}]|[{_class(WORD_CONNECTORS)}])"
-WORD_CHAR = f"(?:[^\\W{_class(OTHER_NUMBERS)}]|[{_class(WORD_CONNECTORS)}{_class(WORD_MARKS)}])"
+WORD_START = f"[0-9A-Za-z_{_class(WORD_STARTS)}]"
+WORD_CHAR = f"[0-9A-Za-z_{_class(WORD_STARTS)}{_class(WORD_MARKS)}]"
 WORD_RE = re.compile(f"{WORD_START}{WORD_CHAR}*")
 
 
@@ -45,9 +48,10 @@ def _python_word_runs(text: str) -> str:
     return " ".join(WORD_RE.findall(text))
 
 
-try:  # the C pass (optional extension module; the fallback returns the same string)
+_native_word_runs: Callable[[str], str]
+if NATIVE:  # the C pass (optional extension module; the fallback returns the same string)
     from scopegate.search._wordscan import word_runs as _native_word_runs
-except ImportError:  # pragma: no cover - an install without a C compiler
+else:
     _native_word_runs = _python_word_runs
 
 
