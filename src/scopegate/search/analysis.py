@@ -35,12 +35,23 @@ MAX_TOKEN_CHARS = 64
 # classes from the frozen tables, never Python's own \w, so every Python cuts the same words as the
 # index was written with. One definition for the engine's words (word_runs), the snippets' words and
 # the C pass (_wordscan.c reads the same tables).
-def _class(table: tuple[tuple[int, int], ...]) -> str:
-    return "".join(f"{chr(a)}-{chr(b)}" for a, b in table)
+def _class(table: tuple[tuple[int, int], ...], low: int, high: int) -> str:
+    """The ranges of ``table`` within ``low..high``, as the inside of a regex character class."""
+    clipped = ((max(a, low), min(b, high)) for a, b in table if a <= high and b >= low)
+    return "".join(f"{chr(a)}-{chr(b)}" for a, b in clipped)
 
 
-WORD_START = f"[0-9A-Za-z_{_class(WORD_STARTS)}]"
-WORD_CHAR = f"[0-9A-Za-z_{_class(WORD_STARTS)}{_class(WORD_MARKS)}]"
+def _either(*tables: tuple[tuple[int, int], ...]) -> str:
+    # sre turns the BMP part of a class into one bitmap lookup but tries each range above it in turn:
+    # the astral ranges go behind a one-range lookahead, so a space or a comma costs one bitmap miss
+    # and one comparison, not 200 (the pure path's word_runs, 6x faster on a 30 KB body).
+    bmp = "".join(_class(t, 0x80, 0xFFFF) for t in tables)
+    astral = "".join(_class(t, 0x10000, 0x10FFFF) for t in tables)
+    return f"(?:[0-9A-Za-z_{bmp}]|(?=[\U00010000-\U0010ffff])[{astral}])"
+
+
+WORD_START = _either(WORD_STARTS)
+WORD_CHAR = _either(WORD_STARTS, WORD_MARKS)
 WORD_RE = re.compile(f"{WORD_START}{WORD_CHAR}*")
 
 
