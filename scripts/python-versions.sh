@@ -11,9 +11,10 @@
 #   3. pyenv's versions folder: the machine image of this project's kind ships 3.12 and 3.13 there
 #      beside its 3.11, so on a fresh machine this costs nothing;
 #   4. a build cached under ~/.cache/scopegate/pythons/X.Y (SCOPEGATE_PYTHONS overrides the folder);
-#   5. a build from Debian's source package of that version (deb-src of trixie and sid, read through a
-#      private apt configuration under the cache: the machine's own apt setup is not touched), with the
-#      build dependencies from the machine's Debian. No PGO or LTO: ~5-10 min on 2 cores, once per
+#   5. a build from Debian's source package of that version (deb-src of trixie, Debian 13, read through
+#      a private apt configuration under the cache: the machine's own apt setup is not touched; sid's
+#      lists name versions its mirror no longer holds), upstream source without Debian's patches, with
+#      the build dependencies from the machine's Debian. No PGO or LTO: ~5-10 min on 2 cores, once per
 #      machine. Debian carries python3.13 (trixie) but no longer any python3.12, so for 3.12 this step
 #      says so and fails. No other source is tried: this kind of machine reaches only the package
 #      registries (no python.org, no GitHub), and the prebuilt interpreters found on npm fetch their
@@ -54,7 +55,7 @@ find_python() {  # $1: X.Y -> prints a path or returns 1
 build_from_debian_source() {  # $1: X.Y -> builds into $CACHE/X.Y, or returns 1
   local version=$1 apt="$CACHE/apt" work="$CACHE/build-$1" prefix="$CACHE/$1"
   mkdir -p "$apt/lists/partial" "$apt/archives/partial"
-  printf 'deb-src http://deb.debian.org/debian %s main\n' trixie sid >"$apt/sources.list"
+  printf 'deb-src http://deb.debian.org/debian trixie main\n' >"$apt/sources.list"
   local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
     -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache::Archives=$apt/archives")
   apt-get "${opts[@]}" -qq update >&2 || return 1
@@ -65,20 +66,18 @@ build_from_debian_source() {  # $1: X.Y -> builds into $CACHE/X.Y, or returns 1
   echo "python-versions: building Python $version from Debian's source package into $prefix (once)" >&2
   # What the unit layer needs of the standard library: ssl, ctypes (cffi), zlib, bz2, lzma, sqlite3, uuid.
   local deps=(build-essential pkg-config dpkg-dev libssl-dev libffi-dev zlib1g-dev libbz2-dev liblzma-dev
-    libsqlite3-dev uuid-dev libexpat1-dev libmpdec-dev)
+    libsqlite3-dev uuid-dev)
   if ! dpkg -s "${deps[@]}" >/dev/null 2>&1; then
     { apt-get update -qq && apt-get install -y -qq "${deps[@]}" >/dev/null; } >&2 || return 1
   fi
   rm -rf "$work" && mkdir -p "$work"
-  (cd "$work" && apt-get "${opts[@]}" -qq source --download-only "python$version" >&2 && dpkg-source -x --skip-patches ./*.dsc src >&2) || return 1
+  (cd "$work" && apt-get "${opts[@]}" -qq source --download-only "python$version" >&2 && dpkg-source --no-check -x --skip-patches ./*.dsc src >/dev/null) || return 1
   (
     cd "$work/src"
-    ./configure --prefix="$prefix" --without-ensurepip --with-system-expat >"$work/configure.log" 2>&1
+    ./configure --prefix="$prefix" >"$work/configure.log" 2>&1
     make -j"$(nproc)" >"$work/make.log" 2>&1
     make altinstall >"$work/install.log" 2>&1
   ) || { echo "python-versions: the build failed; logs in $work" >&2; return 1; }
-  # ensurepip's bundled wheel is in the source tree; a venv from this interpreter needs it.
-  "$prefix/bin/python$version" -m ensurepip --altinstall >/dev/null 2>&1 || true
   rm -rf "$work"
   runs_as "$prefix/bin/python$version" "$version"
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -33,8 +34,11 @@ print(native.SNIPPET_PATH, pure)
 
 
 def _run(args: list[str], **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != ENV} | env
-    return subprocess.run(args, capture_output=True, text=True, timeout=120, env=environment, check=False)
+    unset = {ENV, "CI", "SCOPEGATE_EXPECT_NATIVE"}
+    environment = {k: v for k, v in os.environ.items() if k not in unset} | env
+    return subprocess.run(
+        args, capture_output=True, text=True, timeout=300, env=environment, check=False, cwd=Path(__file__).parents[2]
+    )
 
 
 def _extension_builds() -> bool:
@@ -85,3 +89,19 @@ def test_version_names_the_snippet_path() -> None:
     assert default.returncode == 0, default.stderr[-2000:]
     path = "native" if _extension_builds() else "pure-python"
     assert default.stdout.startswith("scopegate ") and default.stdout.endswith(f" (snippets: {path})\n")
+
+
+@pytest.mark.parametrize(
+    ("env", "outcome"),
+    [({}, "1 skipped"), ({"CI": "true"}, "1 skipped"), ({"CI": "true", "SCOPEGATE_EXPECT_NATIVE": "1"}, "1 failed")],
+)
+def test_the_c_scan_tests_skip_on_the_pure_path_and_fail_where_ci_expects_the_native_one(
+    env: dict[str, str], outcome: str
+) -> None:
+    test = "tests/unit/test_wordscan.py::test_the_c_scan_is_built_and_used"
+    done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs", test], **{ENV: "0"}, **env)
+    assert outcome in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    if outcome == "1 skipped":
+        assert f"the snippet path is pure-python ({ENV}=0)" in done.stdout
+    else:
+        assert "CI expects the native snippet scanner" in done.stdout
