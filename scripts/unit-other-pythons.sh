@@ -115,8 +115,10 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 
 for log in "$LOGS"/*.log; do
   [ -s "$log" ] || continue
-  echo "== $(basename "$log" .log)"
-  tail -n 4 "$log"
+  case $(basename "$log") in
+    venv-3.*) grep -q ERROR "$log" || continue; echo "== $(basename "$log" .log)"; tail -n 20 "$log" ;;
+    *) echo "== $(basename "$log" .log)"; tail -n 3 "$log" ;;
+  esac
 done
 echo "unit-other-pythons: $((SECONDS - START)) s, exit $status"
 exit $status
