@@ -16,9 +16,10 @@
 #      lists name versions its mirror no longer holds), upstream source without Debian's patches, with
 #      the build dependencies from the machine's Debian. No PGO or LTO: 3.13.5 took 4 CPU-minutes
 #      (17 min of wall time on a host busy with other jobs), once per machine. Debian carries
-#      python3.13 (trixie) but no longer any python3.12, so for 3.12 this step says so and fails. No other source is tried: this kind of machine reaches only the package
-#      registries (no python.org, no GitHub), and the prebuilt interpreters found on npm fetch their
-#      binary from GitHub at install time.
+#      python3.13 (trixie) but no longer any python3.12, so for 3.12 this step says so and fails.
+#      No other source is tried: this kind of machine reaches only the package registries (no
+#      python.org, no GitHub), and the prebuilt interpreters found on npm fetch their binary from
+#      GitHub at install time.
 set -euo pipefail
 CACHE=${SCOPEGATE_PYTHONS:-$HOME/.cache/scopegate/pythons}
 VERSIONS=("$@")
