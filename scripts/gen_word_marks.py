@@ -1,32 +1,59 @@
-"""Generate the Unicode tables that make scopegate's words what the engines' ``\\w`` finds.
+"""Generate the Unicode tables that say what a word is, for scopegate's words on every Python.
 
 scopegate cuts text into words itself (``scopegate.search.analysis.word_runs``, in C in
-``_wordscan.c`` with a Python fallback), for the embedded engine's catch-all field and for snippets.
-Python's ``\\w`` is ``str.isalnum()`` or ``_``; the engines' (Rust's regex, Java's with
-UNICODE_CHARACTER_CLASS) is letters, marks, decimal digits, connector punctuation and the join
-controls. So a word here starts with a character of Python's ``\\w`` that is not an "other number"
-(No: superscripts, fractions, circled digits), or with connector punctuation (Pc), and goes on with
-such characters, combining marks (Mn, Mc, Me: accents of decomposed text, Indic vowel signs) and
-U+200C/U+200D (ZWNJ/ZWJ, inside Persian and Indic words). A mark never starts a word (a lone
-variation selector after an emoji is no word). Three tables of inclusive code point ranges:
+``_wordscan.c`` with a Python fallback), for the embedded engine's catch-all field, for query
+analysis and for snippets. A word is what the engines' ``\\w`` finds (Rust's regex, Java's with
+UNICODE_CHARACTER_CLASS: letters, marks, decimal digits, connector punctuation, the join
+controls), said precisely with Python's character properties: a word starts with a character that
+``str.isalnum()`` accepts and that is not an "other number" (No: superscripts, fractions, circled
+digits), or with connector punctuation (Pc, ``_`` among them), and goes on with such characters,
+combining marks (Mn, Mc, Me: accents of decomposed text, Indic vowel signs) and U+200C/U+200D
+(ZWNJ/ZWJ, inside Persian and Indic words). A mark never starts a word (a lone variation selector
+after an emoji is no word). Two tables of inclusive code point ranges above ASCII (ASCII words are
+``[0-9A-Za-z_]``):
 
-- ``WORD_MARKS``: marks and join controls, which continue a word;
-- ``WORD_CONNECTORS``: connector punctuation other than ``_``, which starts or continues one;
-- ``OTHER_NUMBERS``: No characters, which Python's ``\\w`` accepts and words here do not.
+- ``WORD_STARTS``: characters that start or continue a word;
+- ``WORD_MARKS``: marks and join controls, which only continue one.
 
-    .venv/bin/python scripts/gen_word_marks.py   # rewrites _word_marks.h and word_marks.py from unicodedata
+**The tables are the definition, frozen at one Unicode version** (``UNICODE_VERSION``, 14.0.0: the
+version of Python 3.11, where they were first made). Nothing at run time asks the interpreter's own
+Unicode database what a word is: the C pass reads ``_word_marks.h`` and the Python fallback builds its
+regex from ``word_marks.py``, both written here from the same rows. Why frozen, and not generated for
+each interpreter's Unicode (15.0 on Python 3.12, 15.1 on 3.13):
 
-tests/unit/test_wordscan.py checks the tables against unicodedata of the Python running the tests.
+- An index outlives the process that wrote it. The embedded engine indexes the output of
+  ``word_runs`` (tantivy's whitespace tokenizer then splits it), and queries and snippets cut words by
+  the same rule. With tables per interpreter, an index written under Python 3.11 and searched under
+  3.13 would split a text holding a character new in Unicode 15 into other words at query time than
+  at index time, and snippets would point at words the index never held. Frozen tables make indexing,
+  query analysis and snippets cut the same words on every Python, native or pure.
+- tantivy has a Unicode version of its own (its Rust regex and lowercasing), which follows neither
+  Python's nor ours; only indexes written before the words analyser use its ``\\w``. Nothing of ours
+  can follow it exactly, so nothing is gained by following the interpreter either.
+- What is lost is small and only at the edge: a character first assigned after Unicode 14 (4,990 of
+  them up to 15.1: new CJK ideographs, a few scripts) is no word character here, as it was not when an
+  index of today was written. Newer versions only add word characters, never take one away or move one
+  between the tables (checked for 15.0 and 15.1); tests/unit/test_wordscan.py checks that on every
+  Python it runs on, and on a Python of the tables' own version that the tables are exactly what this
+  script makes.
+
+Moving to a newer Unicode is a decision with a reindex behind it: run this with a Python of that
+version and ``--unicode-version`` set to it, and say in the changelog that indexes written before
+should be rebuilt.
+
+    .venv/bin/python scripts/gen_word_marks.py        # rewrites _word_marks.h and word_marks.py
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "scopegate" / "search"
+UNICODE_VERSION = "14.0.0"  # what the tables are frozen at (see above)
 JOIN_CONTROLS = {0x200C, 0x200D}
 
 
@@ -41,24 +68,33 @@ def ranges(keep: Callable[[str], bool]) -> list[tuple[int, int]]:
     return out
 
 
+def starts(c: str) -> bool:
+    category = unicodedata.category(c)
+    return (c.isalnum() and category != "No") or category == "Pc"
+
+
+def marks(c: str) -> bool:
+    return (unicodedata.category(c).startswith("M") or ord(c) in JOIN_CONTROLS) and not starts(c)
+
+
 def tables() -> dict[str, list[tuple[int, int]]]:
-    category = unicodedata.category
-    return {
-        "WORD_MARKS": ranges(lambda c: (category(c).startswith("M") or ord(c) in JOIN_CONTROLS) and not c.isalnum()),
-        "WORD_CONNECTORS": ranges(lambda c: category(c) == "Pc"),
-        "OTHER_NUMBERS": ranges(lambda c: category(c) == "No" and c.isalnum()),
-    }
+    """The tables by this interpreter's Unicode database (``unicodedata.unidata_version``)."""
+    return {"WORD_STARTS": ranges(starts), "WORD_MARKS": ranges(marks)}
 
 
 def main() -> None:
-    version = unicodedata.unidata_version
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--unicode-version", default=UNICODE_VERSION, help="the version to write (a reindex!)")
+    version = parser.parse_args().unicode_version
+    if unicodedata.unidata_version != version:
+        sys.exit(f"this Python has Unicode {unicodedata.unidata_version}; run with one that has {version}")
     found = tables()
     header = [
-        f"/* Generated by scripts/gen_word_marks.py from Unicode {version} (see there). Do not edit. */",
+        f"/* Generated by scripts/gen_word_marks.py: Unicode {version}, frozen (see there). Do not edit. */",
         "typedef struct { unsigned int first, last; } CodeRange;",
     ]
     module = [
-        f'"""Generated by scripts/gen_word_marks.py from Unicode {version} (see there). Do not edit."""',
+        f'"""Generated by scripts/gen_word_marks.py: Unicode {version}, frozen (see there). Do not edit."""',
         "",
         f'UNICODE_VERSION = "{version}"',
     ]

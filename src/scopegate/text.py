@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from scopegate.search.native import NATIVE
+
 # Control characters that are not whitespace: C0 except \t \n \v \f \r and
 # \x1c-\x1f, DEL, and C1 except NEL (\x85). Whitespace becomes a space instead.
 CONTROL_CLASS = "\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"
@@ -79,9 +81,9 @@ def python_clean_tail(text: str, end: int, need: int) -> tuple[str, bool]:
 Cleaner = Callable[[str, int, int], tuple[str, bool]]
 clean_head: Cleaner
 clean_tail: Cleaner
-try:  # the same contracts in one C pass each (no slice, split or join): a snippet window costs ~1 us, not ~6
+if NATIVE:  # the same contracts in one C pass each (no slice, split or join): a snippet window costs ~1 us, not ~6
     from scopegate.search._wordscan import clean_head, clean_tail
-except ImportError:  # pragma: no cover - an install without a C compiler
+else:  # no C compiler at install time, or SCOPEGATE_NATIVE_SNIPPETS=0 (scopegate.search.native)
     clean_head, clean_tail = python_clean_head, python_clean_tail
 
 

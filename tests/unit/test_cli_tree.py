@@ -24,6 +24,7 @@ from scopegate.errors import (
     tool_error,
 )
 from scopegate.extras import missing_extra
+from scopegate.search.native import SNIPPET_PATH
 
 
 def walk(command: click.Command, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command]]:
@@ -65,7 +66,7 @@ def test_every_command_and_option_has_help(
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == f"scopegate {metadata.version('scopegate')}\n"
+    assert capsys.readouterr().out == f"scopegate {metadata.version('scopegate')} (snippets: {SNIPPET_PATH})\n"
 
 
 def test_version_without_package_metadata(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +76,7 @@ def test_version_without_package_metadata(monkeypatch: pytest.MonkeyPatch, capsy
     monkeypatch.setattr(metadata, "version", absent)
     monkeypatch.setattr(scopegate, "__version__", "9.8.7")
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out == "scopegate 9.8.7\n"
+    assert capsys.readouterr().out == f"scopegate 9.8.7 (snippets: {SNIPPET_PATH})\n"
 
 
 def test_exit_codes_of_library_errors() -> None:

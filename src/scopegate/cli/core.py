@@ -243,7 +243,9 @@ def version() -> str:
 
 def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if value and not ctx.resilient_parsing:
-        click.echo(f"scopegate {version()}")
+        from scopegate.search.native import SNIPPET_PATH  # which snippet scanner runs: native or pure-python
+
+        click.echo(f"scopegate {version()} (snippets: {SNIPPET_PATH})")
         ctx.exit()
 
 

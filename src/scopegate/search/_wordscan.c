@@ -23,8 +23,8 @@
  *
  * word_runs(text) -> str
  *   The words of text (as the engines' \w finds them; scripts/gen_word_marks.py has the rule and
- *   generates the tables in _word_marks.h), joined by one space, for tantivy's whitespace
- *   tokenizer to split again. tantivy's regex tokenizer costs about 0.2 ms per 3 KB ticket in its per-token
+ *   generates the tables in _word_marks.h, frozen at one Unicode version), joined by one space, for
+ *   tantivy's whitespace tokenizer to split again. tantivy's regex tokenizer costs about 0.2 ms per 3 KB ticket in its per-token
  *   regex calls; this pass and the whitespace split together cost a fifth of that (issue 13). The
  *   Python fallback is " ".join(WORD_RE.findall(text)) (scopegate.search.analysis), the same string.
  *
@@ -409,12 +409,20 @@ static int in_ranges(Py_UCS4 c, const CodeRange *table, int count) {
     return 0;
 }
 
-/* What a non-ASCII character is to a word (scripts/gen_word_marks.py says why): 2 starts or
- * continues one, 1 only continues one (marks, ZWNJ/ZWJ), 0 ends it. */
+/* What a non-ASCII character is to a word, from the frozen tables only (never the interpreter's own
+ * Unicode database: scripts/gen_word_marks.py says why): 2 starts or continues one, 1 only continues
+ * one (marks, ZWNJ/ZWJ), 0 ends it. Below U+0800 (Latin, Greek, Cyrillic, Hebrew, Arabic...) from a
+ * table filled once at import; above, a binary search of the ranges. */
+#define LOW_CLASS_SIZE 0x800
+static unsigned char LOW_CLASS[LOW_CLASS_SIZE];
+
+static int table_class(Py_UCS4 c) {
+    if (in_ranges(c, WORD_STARTS, WORD_STARTS_COUNT)) return 2;
+    return in_ranges(c, WORD_MARKS, WORD_MARKS_COUNT) ? 1 : 0;
+}
+
 static int word_class(Py_UCS4 c) {
-    if (Py_UNICODE_ISALNUM(c)) return in_ranges(c, OTHER_NUMBERS, OTHER_NUMBERS_COUNT) ? 0 : 2;
-    if (in_ranges(c, WORD_MARKS, WORD_MARKS_COUNT)) return 1;
-    return in_ranges(c, WORD_CONNECTORS, WORD_CONNECTORS_COUNT) ? 2 : 0;
+    return c < LOW_CLASS_SIZE ? LOW_CLASS[c] : table_class(c);
 }
 
 #define RUNS(TYPE)                                                                        \
@@ -864,5 +872,6 @@ PyMODINIT_FUNC PyInit__wordscan(void) {
         LOWER[c] = (c >= 'A' && c <= 'Z') ? (unsigned char)(c + 32) : (unsigned char)c;
         IS_WORD[c] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
     }
+    for (Py_UCS4 c = 0; c < LOW_CLASS_SIZE; c++) LOW_CLASS[c] = (unsigned char)table_class(c);
     return PyModule_Create(&MODULE);
 }

@@ -54,6 +54,7 @@ from functools import cached_property, lru_cache
 from typing import AnyStr, NamedTuple
 
 from scopegate.search.analysis import WORD_CHAR, WORD_RE, WORD_START
+from scopegate.search.native import NATIVE
 from scopegate.text import clean_head, clean_tail
 
 WordTerms = Mapping[str, tuple[str, ...]]
@@ -73,14 +74,14 @@ native_window: NativeWindow | None
 _native_snippets_size: SourcesSize | None
 _native_shrink_limit: ShrinkLimit | None
 _native_cut_snippets: CutSnippets | None
-try:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
+if NATIVE:  # the C scan (an optional extension module: without it the Python scan gives the same answers)
     from scopegate.search._wordscan import cut_snippets as _native_cut_snippets
     from scopegate.search._wordscan import first_start
     from scopegate.search._wordscan import first_window as native_window
     from scopegate.search._wordscan import shrink_limit as _native_shrink_limit
     from scopegate.search._wordscan import snippets_size as _native_snippets_size
     from scopegate.search._wordscan import word_end as _word_end
-except ImportError:  # pragma: no cover - an install without a C compiler
+else:  # no C compiler at install time, or SCOPEGATE_NATIVE_SNIPPETS=0 (scopegate.search.native)
     first_start = native_window = None
     _native_cut_snippets = _native_shrink_limit = _native_snippets_size = None
 

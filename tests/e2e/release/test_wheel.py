@@ -152,7 +152,8 @@ def test_the_wheel_installs_and_runs_in_a_fresh_venv(version: str, dist: dict[st
     run = {"cwd": tmp_path, "env": env}
 
     shown = _run([scopegate, "--version"], **run)
-    assert shown.returncode == 0 and shown.stdout.strip() == "scopegate 0.1.0"
+    # The C scan, not the fallback: the wheel was built with a compiler.
+    assert shown.returncode == 0 and shown.stdout.strip() == "scopegate 0.1.0 (snippets: native)", shown.stdout
     where = _run([vpython, "-c", "import scopegate; print(scopegate.__file__)"], **run)
     package = Path(where.stdout.strip()).parent
     assert package.is_relative_to(venv), package  # the installed copy, not the checkout
