@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 CACHE  := $(CURDIR)/.cache
 
-.PHONY: demo test install install-dev lint typecheck bench eval docs clean opensearch-node
+.PHONY: demo test unit-pythons install install-dev lint typecheck bench eval docs clean opensearch-node
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ demo: install
 # Builds and starts what the tests need (OpenSearch node, Redis), runs pytest, stops them.
 test: install-dev
 	bash scripts/run-tests.sh
+
+# The unit layer on Python 3.12 and 3.13 (native and pure-Python snippets) and the pure path on 3.11 (CI runs it).
+unit-pythons: install-dev
+	bash scripts/unit-other-pythons.sh
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench lab
