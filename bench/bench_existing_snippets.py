@@ -5,7 +5,7 @@ Run (about 5 min against a running node; the index is created by plain REST call
     SCOPEGATE_OPENSEARCH_URL=http://127.0.0.1:9200 .venv/bin/python bench/bench_existing_snippets.py
     .venv/bin/python bench/bench_existing_snippets.py --url http://127.0.0.1:9200 --tickets 1500 --queries 300
 
-The tickets are bench_shaping's 30 KB variant (``scopegate.testing.workload``: same generator, bodies
+The tickets are bench_shaping's 30 KB variant (``scopegate_lab.workload``: same generator, bodies
 extended to 30,000 characters with more text of the same product), indexed with a standard mapping
 (``subject``/``body`` text, the rest keyword) behind a read alias, as a team would. Per workload query,
 in rotating order:
@@ -44,11 +44,11 @@ from _common import machine, write_results
 from _measure import load_average, now, percentiles
 from _workload_runs import prepared
 from bench_shaping import variants
-from scopegate.testing.workload import SourceProfile, make_queries, workload_spec
 
 from scopegate.backends import dsl
 from scopegate.backends.opensearch import OpenSearchBackend
 from scopegate.search.tools import SearchTool
+from scopegate_lab.workload import SourceProfile, make_queries, workload_spec
 
 MAPPING: dict[str, Any] = {
     "properties": {

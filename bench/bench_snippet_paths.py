@@ -45,7 +45,7 @@ def build(tickets: int) -> None:
     from bench_shaping import variants
 
     from scopegate.backends.embedded import EmbeddedBackend
-    from scopegate.testing.workload import SourceProfile, workload_spec
+    from scopegate_lab.workload import SourceProfile, workload_spec
 
     _, long_docs = variants(SourceProfile.load(), tickets)
     shutil.rmtree(WORK, ignore_errors=True)
@@ -63,7 +63,7 @@ def child(queries: int) -> dict[str, Any]:
     from scopegate.search.native import SNIPPET_PATH
     from scopegate.search.shaper import shape_hits
     from scopegate.search.tools import SearchTool
-    from scopegate.testing.workload import SourceProfile, make_queries, workload_spec
+    from scopegate_lab.workload import SourceProfile, make_queries, workload_spec
 
     backend = EmbeddedBackend(workload_spec(), WORK / "index")
     tool = SearchTool(backend.spec, backend)
