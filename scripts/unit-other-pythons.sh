@@ -60,8 +60,9 @@ prepare_venv() {  # $1: X.Y, $2: interpreter -> prints the venv's python; output
 
 run_lane() {  # $1: lane name, $2: python, $3: native|pure -> pytest's status
   local name=$1 python=$2 path=$3 log="$LOGS/$1.log"
-  # This checkout's src first: .venv's editable install may point at another checkout of the project.
-  local env=(env -u SCOPEGATE_EXPECT_NATIVE -u SCOPEGATE_NATIVE_SNIPPETS "PYTHONPATH=$ROOT/src${PYTHONPATH:+:$PYTHONPATH}")
+  # This checkout's src (and its lab, which tests import) first: .venv's editable install may point at another
+  # checkout of the project.
+  local env=(env -u SCOPEGATE_EXPECT_NATIVE -u SCOPEGATE_NATIVE_SNIPPETS "PYTHONPATH=$ROOT/src:$ROOT/lab${PYTHONPATH:+:$PYTHONPATH}")
   if [ "$path" = native ]; then env+=(CI=true SCOPEGATE_EXPECT_NATIVE=1); else env+=(SCOPEGATE_NATIVE_SNIPPETS=0); fi
   local start=$SECONDS status
   "${env[@]}" "$python" -m pytest tests/unit -q -p no:cacheprovider "${PYTEST_ARGS[@]}" >>"$log" 2>&1
