@@ -28,7 +28,7 @@ from google.adk.tools.base_toolset import ToolPredicate
 from scopegate.adapters.adk import AdkTool, ScopegateToolset, SessionFilter
 from scopegate.adapters.adk_scope import ScopePolicy
 from scopegate.guard.guard import Guard
-from scopegate.openapi.runtime.catalog import DEFAULT_MAX_RESULTS, OperationCatalog
+from scopegate.openapi.runtime.catalog import DEFAULT_MAX_RESULTS
 from scopegate.openapi.runtime.config import ToolsetSettings
 from scopegate.openapi.runtime.toolset import OperationToolset
 from scopegate.tools import ScopedTool
@@ -67,7 +67,7 @@ class OpenApiToolset(ScopegateToolset):
         tools = ops
         if catalog:
             # Three tools; each operation keeps its own guard behind call_operation.
-            found = OperationCatalog.of(list(self.operations.tools), ops, max_results=catalog_results)
+            found = self.operations.catalog(guard=guard, max_results=catalog_results)
             tools = [guard.wrap(t) if guard is not None else t for t in found.tools]
         super().__init__(
             tools,

@@ -264,6 +264,16 @@ def _config_options(command: Callable[..., Any]) -> Callable[..., Any]:
     )(command)
 
 
+def _run_tool(
+    index: str | None, config_path: str | None, tool: str | None, kind: ToolKind, args: dict[str, Any], scope: Scope
+) -> int:
+    """Call a tool on the embedded folder ``index``, or on ``--config``'s tool when no folder was given."""
+    if index is None:
+        assert config_path is not None
+        return _call_config(config_path, tool, kind, args, scope)
+    return _call(index, kind, args, scope)
+
+
 @click.command(cls=Command, short_help="Run the search tool against an index (embedded folder or --config).")
 @click.argument("paths", nargs=-1, required=True, metavar="[INDEX] QUERY")
 @click.option(
@@ -295,10 +305,7 @@ def search(
     index, rest = _target(paths, config_path, tool, "QUERY")
     args = {"query": rest[0], "page": page, **filters}
     scope = _scope(tenant, group, groups, user)
-    if index is None:
-        assert config_path is not None
-        return _call_config(config_path, tool, "search", args, scope)
-    return _call(index, "search", args, scope)
+    return _run_tool(index, config_path, tool, "search", args, scope)
 
 
 @click.command(cls=Command, short_help="Fetch one document by id inside a tenant's scope.")
@@ -319,10 +326,7 @@ def get(
     give NOT_FOUND (exit 2)."""
     index, rest = _target(paths, config_path, tool, "ID")
     scope = _scope(tenant, group, groups, user)
-    if index is None:
-        assert config_path is not None
-        return _call_config(config_path, tool, "fetch", {"id": rest[0]}, scope)
-    return _call(index, "fetch", {"id": rest[0]}, scope)
+    return _run_tool(index, config_path, tool, "fetch", {"id": rest[0]}, scope)
 
 
 @click.command(cls=Command, short_help="Count the documents a tenant's scope sees.")

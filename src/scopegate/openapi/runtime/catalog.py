@@ -235,7 +235,22 @@ class FindOperations(_CatalogTool):
         return ToolOutcome(result, fields)
 
 
-class DescribeOperation(_CatalogTool):
+class _NamedOperation(_CatalogTool):
+    """A catalog tool whose first argument names one operation (describe_operation, call_operation)."""
+
+    def describe(self, args: Mapping[str, Any]) -> LogFields:
+        name = args.get("name") if isinstance(args, Mapping) else None
+        return {"tool": self.name, "operation": name[:MAX_NAME_CHARS] if isinstance(name, str) else None}
+
+    def _entry(self, args: Mapping[str, Any], ctx: CallContext) -> tuple[dict[str, Any], Any, ToolOutcome]:
+        """The call-log fields, the named operation's entry when this caller may use it (else None), and the
+        answer for a name that is missing or not permitted (the same answer for both)."""
+        fields = dict(self.describe(args))
+        name = args.get("name") if isinstance(args, Mapping) else None
+        return fields, self.catalog.usable(name, ctx), ToolOutcome(_no_such(str(name or "")), fields)
+
+
+class DescribeOperation(_NamedOperation):
     """``describe_operation(name)``: the operation's declaration, as flat mode declares it."""
 
     def __init__(self, catalog: OperationCatalog, name: str) -> None:
@@ -253,16 +268,10 @@ class DescribeOperation(_CatalogTool):
             "additionalProperties": False,
         }
 
-    def describe(self, args: Mapping[str, Any]) -> LogFields:
-        name = args.get("name") if isinstance(args, Mapping) else None
-        return {"tool": self.name, "operation": name[:MAX_NAME_CHARS] if isinstance(name, str) else None}
-
     async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
-        fields = dict(self.describe(args))
-        name = args.get("name") if isinstance(args, Mapping) else None
-        entry = self.catalog.usable(name, ctx)
+        fields, entry, refused = self._entry(args, ctx)
         if entry is None:
-            return ToolOutcome(_no_such(str(name or "")), fields)
+            return refused
         tool = entry.tool
         declaration = {"name": tool.name, "description": tool.description, "parameters": tool.parameters_schema()}
         result = {
@@ -275,7 +284,7 @@ class DescribeOperation(_CatalogTool):
         return ToolOutcome(result, fields)
 
 
-class CallOperation(_CatalogTool):
+class CallOperation(_NamedOperation):
     """``call_operation(name, arguments)``: runs the operation's own tool (its guard, checks and confirmation)."""
 
     def __init__(self, catalog: OperationCatalog, name: str) -> None:
@@ -303,16 +312,10 @@ class CallOperation(_CatalogTool):
             "additionalProperties": False,
         }
 
-    def describe(self, args: Mapping[str, Any]) -> LogFields:
-        name = args.get("name") if isinstance(args, Mapping) else None
-        return {"tool": self.name, "operation": name[:MAX_NAME_CHARS] if isinstance(name, str) else None}
-
     async def run(self, args: Mapping[str, Any], ctx: CallContext) -> ToolOutcome:
-        fields = dict(self.describe(args))
-        name = args.get("name") if isinstance(args, Mapping) else None
-        entry = self.catalog.usable(name, ctx)
+        fields, entry, refused = self._entry(args, ctx)
         if entry is None:
-            return ToolOutcome(_no_such(str(name or "")), fields)
+            return refused
         unknown = sorted(set(args) - {"name", "arguments"})
         if unknown:
             return ToolOutcome(tool_error(BAD_ARGUMENTS, f"unknown argument(s): {', '.join(unknown)[:200]}"), fields)
