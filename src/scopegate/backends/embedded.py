@@ -238,7 +238,8 @@ class EmbeddedBackend:
         if spec.existing:
             raise ConfigError("index_mode existing is for OpenSearch/Elasticsearch; an embedded index is managed")
         self.spec = spec
-        self.path = Path(path) if path is not None else None
+        # Absolute now: a later chdir (a server daemonising, a test harness) must not move the index.
+        self.path = Path(path).expanduser().absolute() if path is not None else None
         self.writer_wait_s = max(0.0, writer_wait_s)
         self.reader_check_s = max(0.0, reader_check_s)
         self.writer_nice = writer_nice
