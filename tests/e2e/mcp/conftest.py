@@ -25,8 +25,16 @@ from mcp_harness import (
 
 from scopegate.backends.embedded import EmbeddedBackend
 from scopegate.demo.corpus import generate_tickets, ticket_spec
+from scopegate.examples.orders.server import RunningService, running_orders_service
 
 PER_TENANT = 150
+
+
+@pytest.fixture(scope="module")
+def orders() -> Iterator[RunningService]:
+    """The orders example service on loopback, one per test module that asks for it."""
+    with running_orders_service() as svc:
+        yield svc
 
 
 @pytest.fixture(scope="session")

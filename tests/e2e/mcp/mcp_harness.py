@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from scopegate.demo.corpus import ticket_spec
+from scopegate.examples.orders import SPEC_PATH as ORDERS_SPEC
 from scopegate.search.spec import spec_to_dict
 
 ISSUER = "https://login.scopegate.test/"
@@ -101,6 +103,29 @@ def search_tool_config(backend: str = "local") -> dict[str, Any]:
     data = spec_to_dict(ticket_spec())
     data.pop("scope_keys")
     return {"backend": backend, **{k: v for k, v in data.items() if v is not None}}
+
+
+# The orders example's ownership rules: a read owns what it returns, a change owns what getOrder says.
+ORDERS_POLICIES: dict[str, dict[str, Any]] = {
+    "listOrders": {"bind": {"customer_id": "user_id"}},
+    "getOrder": {"ownership": "response.customer_id == state.user_id"},
+}
+LOOKED_UP = "getOrder(orderId=orderId).customer_id == state.user_id"
+
+
+def orders_openapi(base_url: str, allow: list[str], **extra: Any) -> dict[str, Any]:
+    """An ``openapi:`` entry for the orders example service: ``allow``ed operations with the staff key from
+    ``ORDERS_STAFF_KEY`` and each operation's ownership rule (``extra`` adds or replaces keys)."""
+    policies = {name: copy.deepcopy(ORDERS_POLICIES.get(name, {"ownership": LOOKED_UP})) for name in allow}
+    return {
+        "name": "orders",
+        "spec": str(ORDERS_SPEC),
+        "base_url": base_url,
+        "allow": allow,
+        "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
+        "policies": policies,
+        **extra,
+    }
 
 
 def write_config(path: Path, **sections: Any) -> Path:

@@ -21,29 +21,29 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_harness import ServerProcess, World, opaque_token, start_http_server, write_config, write_token_table
+from mcp_harness import (
+    ServerProcess,
+    World,
+    opaque_token,
+    orders_openapi,
+    start_http_server,
+    write_config,
+    write_token_table,
+)
 
-from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, STAFF_KEY
-from scopegate.examples.orders.server import RunningService, running_orders_service
+from scopegate.examples.orders.server import RunningService
 
 ALICE_TOKEN = opaque_token("shop", ALICE)
 ALICE_OTHER_TOKEN = "sg-e2e-second-device-" + secrets.token_hex(12)  # another token of the same user
 NOTE = {"orderId": "ord_1001", "text": "Leave it with the neighbour", "visible_to_courier": True}
 APPROVE = {"scopegate_confirm": types.ElicitResult(action="accept", content={"approve": True})}
-OWNED = "getOrder(orderId=orderId).customer_id == state.user_id"
 ENV = {"ORDERS_STAFF_KEY": STAFF_KEY, "SG_STATE_KEY": secrets.token_hex(32)}
 
 
 async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     """Declares form elicitation; the test answers the question itself (input_responses)."""
     raise AssertionError("the client was not meant to be asked")
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[RunningService]:
-    with running_orders_service() as svc:
-        yield svc
 
 
 @pytest.fixture(scope="module")
@@ -61,19 +61,7 @@ def deployment(world: World, orders: RunningService) -> Iterator[tuple[ServerPro
     config = write_config(
         folder / "deployment.yaml",
         server={"name": "scopegate-approvals", "http": {"request_state_keys_env": ["SG_STATE_KEY"]}},
-        openapi=[
-            {
-                "name": "orders",
-                "spec": str(SPEC_PATH),
-                "base_url": orders.base_url,
-                "allow": ["getOrder", "addOrderNote"],
-                "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
-                "policies": {
-                    "getOrder": {"ownership": "response.customer_id == state.user_id"},
-                    "addOrderNote": {"ownership": OWNED},
-                },
-            }
-        ],
+        openapi=[orders_openapi(orders.base_url, ["getOrder", "addOrderNote"])],
         scope={"state_keys": {"tenant": "tenant_id", "user": "user_id"}},
         auth={"token_table": str(table)},
         guards={"cap": {"families": {"openapi": 1000}, "window_s": 3600}},

@@ -20,27 +20,20 @@ from mcp_harness import (
     World,
     http_client,
     opaque_token,
+    orders_openapi,
     search_tool_config,
     start_http_server,
     write_config,
     write_token_table,
 )
 
-from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
-from scopegate.examples.orders.server import RunningService, running_orders_service
+from scopegate.examples.orders.server import RunningService
 from scopegate.examples.orders.tools import cancel_order
 from scopegate.search.agg_tool import AggregateTool
 from scopegate_lab.agg_oracle import result_counts
 
 ALICE_TOKEN = opaque_token("shop", ALICE)
-LOOKED_UP = "getOrder(orderId=orderId).customer_id == state.user_id"
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[RunningService]:
-    with running_orders_service() as svc:
-        yield svc
 
 
 @pytest.fixture(autouse=True)
@@ -65,19 +58,7 @@ def app_server(world: World, orders: RunningService) -> Iterator[ServerProcess]:
         server={"name": "apptools-mcp"},
         backends={"local": {"type": "embedded", "path": str(world.data)}},
         search_tools=[{**search_tool_config(), "aggregate": {"max_buckets": 31}}],
-        openapi=[
-            {
-                "name": "orders",
-                "spec": str(SPEC_PATH),
-                "base_url": orders.base_url,
-                "allow": ["getOrder", "cancelOrder"],
-                "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
-                "policies": {
-                    "getOrder": {"ownership": "response.customer_id == state.user_id"},
-                    "cancelOrder": {"ownership": LOOKED_UP},
-                },
-            }
-        ],
+        openapi=[orders_openapi(orders.base_url, ["getOrder", "cancelOrder"])],
         app_tools=[
             {
                 "function": "scopegate.examples.orders.tools:cancel_order",

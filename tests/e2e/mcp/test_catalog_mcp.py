@@ -27,17 +27,11 @@ from catalog_config import ALL_SCOPES, OUTSIDE, READ_SCOPES, catalog_config
 
 from scopegate.demo.orders_demo import NEW_ADDRESS
 from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
-from scopegate.examples.orders.server import RunningService, running_orders_service
+from scopegate.examples.orders.server import RunningService
 
 ALICE_TOKEN = opaque_token("shop", ALICE)
 READER_TOKEN = opaque_token("shop", ALICE + "-reader")
 UPDATE = {"orderId": "ord_1001", **NEW_ADDRESS}
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[RunningService]:
-    with running_orders_service() as svc:
-        yield svc
 
 
 @pytest.fixture(autouse=True)

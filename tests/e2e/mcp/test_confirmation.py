@@ -24,6 +24,7 @@ from mcp_harness import (
     World,
     http_client,
     opaque_token,
+    orders_openapi,
     start_http_server,
     stdio_client,
     write_config,
@@ -33,21 +34,13 @@ from mcp_harness import (
 from scopegate.config import build_app, load_config
 from scopegate.context import CallContext
 from scopegate.demo.orders_demo import NEW_ADDRESS, orders_settings
-from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, BOB, STAFF_KEY
-from scopegate.examples.orders.server import RunningService, running_orders_service
+from scopegate.examples.orders.server import RunningService
 from scopegate.openapi.runtime import OperationToolset
 
-LOOKED_UP = "getOrder(orderId=orderId).customer_id == state.user_id"
 ALICE_TOKEN = opaque_token("shop", ALICE)
 BOB_TOKEN = opaque_token("shop", BOB)
 UPDATE = {"orderId": "ord_1001", **NEW_ADDRESS}
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[RunningService]:
-    with running_orders_service() as svc:
-        yield svc
 
 
 @pytest.fixture(autouse=True)
@@ -66,21 +59,7 @@ def orders_server(world: World, orders: RunningService) -> Iterator[ServerProces
     config = write_config(
         folder / "orders.yaml",
         server={"name": "orders-mcp"},
-        openapi=[
-            {
-                "name": "orders",
-                "spec": str(SPEC_PATH),
-                "base_url": orders.base_url,
-                "allow": ["listOrders", "getOrder", "updateShippingAddress", "cancelOrder"],
-                "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
-                "policies": {
-                    "listOrders": {"bind": {"customer_id": "user_id"}},
-                    "getOrder": {"ownership": "response.customer_id == state.user_id"},
-                    "updateShippingAddress": {"ownership": LOOKED_UP},
-                    "cancelOrder": {"ownership": LOOKED_UP},
-                },
-            }
-        ],
+        openapi=[orders_openapi(orders.base_url, ["listOrders", "getOrder", "updateShippingAddress", "cancelOrder"])],
         scope={"state_keys": {"tenant": "tenant_id", "user": "user_id"}},
         auth={"token_table": str(table)},
         guards={"cap": {"families": {"openapi": 1000}}},
@@ -239,18 +218,10 @@ async def test_config_and_python_toolsets_agree(
     orders: RunningService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same calls through the config-built toolset and ``OperationToolset(orders_settings(...))``."""
-    entry = {
-        "name": "orders",
-        "spec": str(SPEC_PATH),
-        "base_url": orders.base_url,
-        "allow": ["listOrders", "getOrder", "updateShippingAddress", "cancelOrder"],
-        "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
-        "policies": {
-            "listOrders": {"bind": {"customer_id": "user_id"}, "projection": ["orders.id", "orders.status", "total"]},
-            "getOrder": {"ownership": "response.customer_id == state.user_id"},
-            "updateShippingAddress": {"ownership": LOOKED_UP},
-            "cancelOrder": {"ownership": LOOKED_UP},
-        },
+    entry = orders_openapi(orders.base_url, ["listOrders", "getOrder", "updateShippingAddress", "cancelOrder"])
+    entry["policies"]["listOrders"] = {
+        **entry["policies"]["listOrders"],
+        "projection": ["orders.id", "orders.status", "total"],
     }
     path = tmp_path / "orders.yaml"
     path.write_text(yaml.safe_dump({"version": 1, "openapi": [entry]}), "utf-8")

@@ -29,6 +29,7 @@ from mcp_harness import (
     free_port,
     in_thread_http_server,
     opaque_token,
+    orders_openapi,
     result_ids,
     search_tool_config,
     start_http_server,
@@ -37,16 +38,14 @@ from mcp_harness import (
 )
 
 from scopegate.config import build_app, load_config
-from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE, STAFF_KEY
-from scopegate.examples.orders.server import RunningService, running_orders_service
+from scopegate.examples.orders.server import RunningService
 from scopegate.server.http_app import build_http_app
 
 KEY_1 = secrets.token_hex(32)
 KEY_2 = secrets.token_hex(32)
 METRICS_TOKEN = secrets.token_hex(16)
 ALICE_TOKEN = opaque_token("shop", ALICE)
-OWNED = "getOrder(orderId=orderId).customer_id == state.user_id"
 APPROVE = {"scopegate_confirm": types.ElicitResult(action="accept", content={"approve": True})}
 CANCEL = {"orderId": "ord_1005", "reason": "changed_mind"}
 
@@ -54,12 +53,6 @@ CANCEL = {"orderId": "ord_1005", "reason": "changed_mind"}
 async def never(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
     """Declares form elicitation; the tests answer the question themselves (input_responses)."""
     raise AssertionError("the client was not meant to be asked")
-
-
-@pytest.fixture(scope="module")
-def orders() -> Iterator[RunningService]:
-    with running_orders_service() as svc:
-        yield svc
 
 
 def replica_config(world: World, orders: RunningService, folder: Path, name: str, **http: Any) -> Path:
@@ -79,19 +72,7 @@ def replica_config(world: World, orders: RunningService, folder: Path, name: str
         },
         backends={"local": {"type": "embedded", "path": str(world.data)}},
         search_tools=[search_tool_config()],
-        openapi=[
-            {
-                "name": "orders",
-                "spec": str(SPEC_PATH),
-                "base_url": orders.base_url,
-                "allow": ["getOrder", "cancelOrder"],
-                "credentials": {"staffKey": {"env": "ORDERS_STAFF_KEY"}},
-                "policies": {
-                    "getOrder": {"ownership": "response.customer_id == state.user_id"},
-                    "cancelOrder": {"ownership": OWNED},
-                },
-            }
-        ],
+        openapi=[orders_openapi(orders.base_url, ["getOrder", "cancelOrder"])],
         scope={"state_keys": {"tenant": "tenant_id", "user": "user_id"}},
         auth={"token_table": str(table)},
         guards={"cap": {"families": {"search": 100_000, "openapi": 1000}, "window_s": 3600}},
