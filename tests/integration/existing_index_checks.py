@@ -205,7 +205,9 @@ async def alias_as_named_and_writes_refused(team: TeamIndex, make: Make) -> None
     await unchanged(team, before)
 
 
-async def term_vector_snippets(url: str, make: Make, folder: Path, engine: str, *, synonyms: bool) -> None:
+async def term_vector_snippets(
+    url: str, make: Make, folder: Path, engine: str, *, synonyms: bool, **config: Any
+) -> None:
     """A team index whose snippet field keeps term vectors with offsets: the fast vector highlighter cuts the
     snippet, and it is still the window around the (synonym) match; check --deep has no snippet note there."""
     team = await create(url, synonyms=synonyms, prefix="teamtv", term_vectors=True)
@@ -218,9 +220,10 @@ async def term_vector_snippets(url: str, make: Make, folder: Path, engine: str, 
         found = (await tool.run({"query": synonym_query(team)}, ctx)).result
         check_planted_hit(found, "acme", backend.spec.hits_char_budget)
         path = folder / "term-vectors.json"
-        path.write_text(json.dumps(team.config(engine)), "utf-8")
+        path.write_text(json.dumps(team.config(engine, **config)), "utf-8")
         report = await check_config(path, deep=True)
-        assert report["problems"] == [] and not [n for n in report["notes"] if "snippet_field" in n]
+        assert report["problems"] == []
+        assert not [n for n in report["notes"] if "snippet_field" in n], report["notes"]
     finally:
         await backend.close()
         await drop(team)
