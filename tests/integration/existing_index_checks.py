@@ -22,14 +22,16 @@ from google.adk.runners import InMemoryRunner
 from google.genai import types
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
-from team_index import COMPONENTS, CRASH_BODY, PER_TENANT, TENANTS, TeamIndex, create_raw, drop, snapshot
+from team_index import COMPONENTS, CRASH_BODY, PER_TENANT, TENANTS, TeamIndex, create, create_raw, drop, snapshot
 
 from scopegate.adapters.adk import adk_search_tools
 from scopegate.backends.engine_common import EngineBackend
+from scopegate.context import CallContext
 from scopegate.errors import BackendError, IngestError
 from scopegate.scope import Scope
 from scopegate.search.model import SearchQuery
 from scopegate.search.spec import SearchSpec
+from scopegate.search.tools import SearchTool
 from scopegate.server.check import check_config
 from scopegate.testing.scripted_llm import ScriptedLlm, call, final_text
 
@@ -49,10 +51,11 @@ def check_planted_hit(result: dict[str, Any], tenant: str, hits_budget: int) -> 
     hit = result["results"][0]
     assert hit["component"] == "storage" and hit["status"] == "open" and hit["title"].startswith("storage daemon")
     snippet = hit["snippet"]
-    # the sentence around the match, with the words before and after it, not the match alone
-    assert "the storage daemon hit a crash while flushing the journal" in snippet, snippet
+    # the words around the match, before and after it, not the match alone
+    planted = "the storage daemon hit a crash while flushing the journal"
+    assert planted in snippet, snippet
     assert 100 <= len(snippet) <= 400
-    assert CRASH_BODY.index(snippet[:40]) > 1000  # the window is around the match, not the body's head
+    assert CRASH_BODY.index(planted) > 1000  # so the window is around the match, not the body's head
     assert len(json.dumps(result["results"])) <= hits_budget
     assert result["total"] == 1 and result["total_relation"] == "eq"
 
@@ -202,6 +205,30 @@ async def alias_as_named_and_writes_refused(team: TeamIndex, make: Make) -> None
     await unchanged(team, before)
 
 
+async def term_vector_snippets(
+    url: str, make: Make, folder: Path, engine: str, *, synonyms: bool, **config: Any
+) -> None:
+    """A team index whose snippet field keeps term vectors with offsets: the fast vector highlighter cuts the
+    snippet, and it is still the window around the (synonym) match; check --deep has no snippet note there."""
+    team = await create(url, synonyms=synonyms, prefix="teamtv", term_vectors=True)
+    backend = make(team.spec())
+    try:
+        fm = await backend.field_map()
+        assert fm is not None and fm.snippet_offsets == "term_vectors"
+        tool = SearchTool(backend.spec, backend)
+        ctx = CallContext(state={backend.spec.scope_keys.tenant: "acme"})
+        found = (await tool.run({"query": synonym_query(team)}, ctx)).result
+        check_planted_hit(found, "acme", backend.spec.hits_char_budget)
+        path = folder / "term-vectors.json"
+        path.write_text(json.dumps(team.config(engine, **config)), "utf-8")
+        report = await check_config(path, deep=True)
+        assert report["problems"] == []
+        assert not [n for n in report["notes"] if "snippet_field" in n], report["notes"]
+    finally:
+        await backend.close()
+        await drop(team)
+
+
 async def missing_text_field_is_an_error(team: TeamIndex, make: Make) -> None:
     """Before: the default queried `scopegate_all`, which only scopegate's ingest fills: 0 hits, status ok.
     Now a text field the index lacks is an error naming it, never a silent 0."""
@@ -319,3 +346,6 @@ async def check_passes_a_good_index(team: TeamIndex, folder: Path, engine: str, 
     # 'billing' is an allowed component no document has: a warning naming the key, never an error
     assert len(report["warnings"]) == 1 and report["warnings"][0].startswith("search_tools[0].filters[0].allowed:")
     assert "billing" in report["warnings"][0]
+    # no term vectors on the snippet field: a note (never a warning) on what the snippets cost and the fix
+    (note,) = [n for n in report["notes"] if n.startswith("search_tools[0].snippet_field:")]
+    assert "re-analyses" in note and "with_positions_offsets" in note

@@ -125,7 +125,7 @@ def documents() -> list[dict[str, Any]]:
     return docs
 
 
-def index_body(synonyms: bool) -> dict[str, Any]:
+def index_body(synonyms: bool, term_vectors: bool = False) -> dict[str, Any]:
     analysis: dict[str, Any] = {"analyzer": {"bug_text": {"type": "standard"}}}
     if synonyms:
         analysis = {
@@ -142,7 +142,11 @@ def index_body(synonyms: bool) -> dict[str, Any]:
                 "key": {"type": "keyword"},
                 "org_id": {"type": "keyword"},
                 "title": {"type": "text", "analyzer": "bug_text", "fields": {"keyword": {"type": "keyword"}}},
-                "description": {"type": "text", "analyzer": "bug_text"},
+                "description": {
+                    "type": "text",
+                    "analyzer": "bug_text",
+                    **({"term_vector": "with_positions_offsets"} if term_vectors else {}),
+                },
                 "status": {"type": "text", "fields": {"keyword": {"type": "keyword"}}},
                 "meta": {"properties": {"component": {"type": "keyword"}, "reporter": {"type": "keyword"}}},
             },
@@ -150,12 +154,13 @@ def index_body(synonyms: bool) -> dict[str, Any]:
     }
 
 
-async def create(url: str, *, synonyms: bool, prefix: str = "teambugs") -> TeamIndex:
-    """Create, fill (``_bulk``) and alias a fresh index; ``synonyms`` False on an engine without the filter."""
+async def create(url: str, *, synonyms: bool, prefix: str = "teambugs", term_vectors: bool = False) -> TeamIndex:
+    """Create, fill (``_bulk``) and alias a fresh index; ``synonyms`` False on an engine without the filter;
+    ``term_vectors``: the description keeps term vectors with offsets (the fast vector highlighter's)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     team = TeamIndex(url, f"{name}-2024", f"{name}-read", synonyms)
     async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-        response = await http.put(f"/{team.index}", json=index_body(synonyms))
+        response = await http.put(f"/{team.index}", json=index_body(synonyms, term_vectors))
         response.raise_for_status()
         lines = []
         for doc in documents():

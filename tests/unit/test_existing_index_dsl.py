@@ -9,7 +9,7 @@ import pytest
 
 from scopegate.backends import dsl
 from scopegate.backends.fieldmap import configured_map, flatten_mapping, read_path, resolve
-from scopegate.backends.mapping_check import query_findings, spec_findings, value_findings
+from scopegate.backends.mapping_check import query_findings, snippet_findings, spec_findings, value_findings
 from scopegate.config.loader import parse_config
 from scopegate.errors import ConfigError
 from scopegate.scope import Scope
@@ -82,6 +82,50 @@ def test_local_snippets_fetch_the_field_instead() -> None:
     s = spec(snippets="local")
     body = dsl.search_body(s, query(), resolve(s, flatten_mapping(MAPPING)))
     assert "highlight" not in body and "description" in body["_source"]
+
+
+def with_description(index: str = "bugs-2024", **options: str) -> dict[str, Any]:
+    mapping = json.loads(json.dumps(MAPPING))
+    mapping["bugs-2024"]["mappings"]["properties"]["description"].update(options)
+    return {index: mapping["bugs-2024"]}
+
+
+def test_term_vectors_with_offsets_choose_the_fast_vector_highlighter() -> None:
+    s = spec()
+    for options, kind in (
+        ({}, "unified"),
+        ({"index_options": "offsets"}, "unified"),  # the unified highlighter reads the postings by itself
+        ({"term_vector": "with_positions"}, "unified"),  # no offsets: fvh would refuse the field
+        ({"term_vector": "with_positions_offsets"}, "fvh"),
+        ({"term_vector": "with_positions_offsets_payloads"}, "fvh"),
+    ):
+        fm = resolve(s, flatten_mapping(with_description(**options)))
+        highlight = dsl.search_body(s, query(), fm)["highlight"]["fields"]["description"]
+        assert highlight["type"] == kind, options
+        # the same window either way: one plain-text fragment, the head when the field did not match
+        assert highlight["fragment_size"] == 400 and highlight["number_of_fragments"] == 1
+        assert highlight["no_match_size"] == 400 and highlight["pre_tags"] == highlight["post_tags"] == [""]
+        assert dsl.search_body(s, SearchQuery("", Scope("acme"), (), 0, 5, 10_000, 1.0, 2.5), fm)["highlight"] == {
+            "fields": {"description": highlight}
+        }
+
+
+def test_one_index_without_term_vectors_keeps_the_unified_highlighter() -> None:
+    # fvh fails the search on an index whose field has no term vectors: the weakest index behind the alias decides
+    both = {**with_description("bugs-2024", term_vector="with_positions_offsets"), **with_description("bugs-2023")}
+    fm = resolve(spec(), flatten_mapping(both))
+    assert fm.snippet_offsets == "analysis"
+    assert dsl.search_body(spec(), query(), fm)["highlight"]["fields"]["description"]["type"] == "unified"
+
+
+def test_the_snippet_cost_is_an_info_finding_until_term_vectors() -> None:
+    (note,) = snippet_findings(spec(), flatten_mapping(MAPPING))
+    assert (note.severity, note.key, note.field) == ("info", ("snippet_field",), "description")
+    assert "re-analyses" in note.message and "with_positions_offsets" in note.message
+    (note,) = snippet_findings(spec(), flatten_mapping(with_description(index_options="offsets")))
+    assert "postings" in note.message
+    assert snippet_findings(spec(), flatten_mapping(with_description(term_vector="with_positions_offsets"))) == []
+    assert snippet_findings(spec(snippets="local"), flatten_mapping(MAPPING)) == []  # no highlighter then
 
 
 def test_best_and_most_fields_stay_multi_match_on_an_existing_index() -> None:

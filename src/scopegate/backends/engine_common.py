@@ -372,7 +372,7 @@ class EngineBackend(ABC, Generic[ClientT]):
     async def mapping_findings(self, *, values: bool = True) -> list[Finding]:
         """The live mapping check of an existing index: each way its mapping fails the spec, and (``values``)
         each configured filter value no document has. Read-only; a missing index raises MissingIndexError."""
-        from scopegate.backends.mapping_check import value_findings
+        from scopegate.backends.mapping_check import snippet_findings, value_findings
 
         fields = await self.mapped_fields()
         findings = spec_findings(self.spec, fields) + query_findings(self.spec, fields, self.engine)
@@ -382,7 +382,7 @@ class EngineBackend(ABC, Generic[ClientT]):
             target = self.search_target
             response = await self._guard(target, self._search(target, body, ADMIN_TIMEOUT_S))
             findings += value_findings(self.spec, parse_filter_values(self.spec, response))
-        return findings
+        return findings + snippet_findings(self.spec, fields)
 
     async def field_map(self) -> FieldMap | None:
         """None for a managed index; for an existing one, its field paths resolved against its mapping (read

@@ -40,6 +40,9 @@ class MappedField:
     sub_fields: tuple[str, ...] = ()  # full paths of its multi-field sub-fields
     in_nested: bool = False  # under a ``nested`` object: plain term/match queries do not reach it
     analyzers: frozenset[str] = frozenset()  # text fields: the search analyzer(s), "default" when unnamed
+    # How the highlighter finds a hit's match offsets, in every index that maps the field: "term_vectors"
+    # (term_vector with_positions_offsets), "postings" (index_options offsets), else "analysis" (re-analyse).
+    offsets: str = "analysis"
 
     @property
     def exact(self) -> bool:
@@ -51,7 +54,18 @@ class MappedField:
 
 
 def _entry(parent: str | None, nested: bool) -> dict[str, Any]:
-    return {"types": set(), "parent": parent, "subs": set(), "nested": nested, "analyzers": set()}
+    return {"types": set(), "parent": parent, "subs": set(), "nested": nested, "analyzers": set(), "offsets": set()}
+
+
+def _offsets(body: Mapping[str, Any]) -> str:
+    if str(body.get("term_vector", "no")).startswith("with_positions_offsets"):
+        return "term_vectors"
+    return "postings" if body.get("index_options") == "offsets" else "analysis"
+
+
+# The weakest offset source over the indices behind an alias decides (a highlighter the field of one index
+# cannot serve fails the whole search there).
+_OFFSET_ORDER = ("analysis", "postings", "term_vectors")
 
 
 def _walk(props: Mapping[str, Any], prefix: str, nested: bool, out: dict[str, dict[str, Any]]) -> None:
@@ -64,6 +78,7 @@ def _walk(props: Mapping[str, Any], prefix: str, nested: bool, out: dict[str, di
         entry["types"].add(kind)
         if kind in TEXT_TYPES:
             entry["analyzers"].add(str(body.get("search_analyzer") or body.get("analyzer") or "default"))
+            entry["offsets"].add(_offsets(body))
         inner = body.get("properties")
         if isinstance(inner, Mapping):
             _walk(inner, path + ".", nested or kind == "nested", out)
@@ -92,6 +107,7 @@ def flatten_mapping(response: Mapping[str, Any]) -> dict[str, MappedField]:
             tuple(sorted(e["subs"])),
             bool(e["nested"]),
             frozenset(e["analyzers"]),
+            min(e["offsets"], key=_OFFSET_ORDER.index, default="analysis"),
         )
         for path, e in raw.items()
     }
@@ -117,6 +133,9 @@ class FieldMap:
 
     query: Mapping[str, str] = field(default_factory=dict)
     source: Mapping[str, str] = field(default_factory=dict)
+    # Where the snippet field's match offsets come from (see MappedField.offsets): "term_vectors" lets the
+    # engine snippet use the fast vector highlighter instead of re-analysing each hit's text.
+    snippet_offsets: str = "analysis"
 
     def q(self, name: str) -> str:
         return self.query.get(name, name)
@@ -177,6 +196,7 @@ def resolve(spec: SearchSpec, fields: Mapping[str, MappedField]) -> FieldMap:
     (:mod:`~scopegate.backends.mapping_check` reports them)."""
     query: dict[str, str] = {}
     source: dict[str, str] = {}
+    snippet = fields.get(spec.engine_path(spec.snippet_field))
     exact = set(exact_roles(spec))
     for name in spec.stored_fields():
         path = spec.engine_path(name)
@@ -191,4 +211,4 @@ def resolve(spec: SearchSpec, fields: Mapping[str, MappedField]) -> FieldMap:
             sub = keyword_sub_field(found, fields)
             if sub is not None:
                 query[name] = sub
-    return FieldMap(query=query, source=source)
+    return FieldMap(query=query, source=source, snippet_offsets=snippet.offsets if snippet else "analysis")

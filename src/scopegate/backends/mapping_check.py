@@ -5,7 +5,8 @@ Given the flattened mapping of the indices behind ``spec.index``
 :class:`Finding`: an error (the tool would answer wrongly or not at all, e.g.
 a tenant field that does not exist makes every search a silent 0) or a
 warning (it works, but something looks off: a filter value the index never
-saw). Each names the config key it comes from (``key``, relative to the
+saw), or info (it works as configured, at a cost the mapping could lower:
+snippets cut by re-analysing long texts). Each names the config key it comes from (``key``, relative to the
 search tool's entry) and the mapping field.
 
 Rules: the tenant and group fields, the id field and each filter and keyword
@@ -24,7 +25,7 @@ from scopegate.backends.dsl import EXISTING_COMBINED
 from scopegate.backends.fieldmap import MappedField, keyword_sub_field
 from scopegate.search.spec import SearchSpec
 
-Severity = Literal["error", "warning"]
+Severity = Literal["error", "warning", "info"]
 KeyPath = tuple[str | int, ...]
 
 
@@ -125,6 +126,24 @@ def query_findings(spec: SearchSpec, fields: Mapping[str, MappedField], engine: 
     return [Finding("error", ("field_combination",), ", ".join(spec.engine_path(t.name) for t in spec.text_fields),
                     f"Elasticsearch's combined_fields query needs one search analyzer over the text fields, which "
                     f"use {', '.join(sorted(analyzers))}: choose best_fields or most_fields")]  # fmt: skip
+
+
+def snippet_findings(spec: SearchSpec, fields: Mapping[str, MappedField]) -> list[Finding]:
+    """Info when engine snippets must re-analyse (or walk the postings of) each hit's snippet field: on long
+    texts that is as long again as the search (bench/results/existing_snippets.md); term vectors with
+    offsets let the fast vector highlighter cut the same window from them."""
+    if not spec.existing or spec.snippets != "engine":
+        return []
+    path = spec.engine_path(spec.snippet_field)
+    found = fields.get(path)
+    if found is None or not found.text or found.offsets == "term_vectors":
+        return []
+    how = "re-analyses" if found.offsets == "analysis" else "walks the offsets in the postings of"
+    return [Finding("info", ("snippet_field",), path,
+                    f"engine snippets: the highlighter {how} each hit's {path!r} to cut its snippet, which on long "
+                    f"texts (~30 KB) costs about as much as the search itself; with \"term_vector\": "
+                    f"\"with_positions_offsets\" on {path!r} (a new index and a reindex) scopegate uses the fast "
+                    f"vector highlighter instead (or set snippets: local)")]  # fmt: skip
 
 
 def value_findings(spec: SearchSpec, seen: Mapping[str, Sequence[str]]) -> list[Finding]:

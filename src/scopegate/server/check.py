@@ -130,6 +130,7 @@ async def check_config(
         report["indexes"] += [state.report() for state in remote]
         report["problems"] += [line for state in remote for line in state.errors]
         report["warnings"] = [line for state in remote for line in state.warnings]
+        report["notes"] += [line for state in remote for line in state.notes]
     if profiles:
         neutral = [ToolDecl.from_neutral(d) for d in report["tools"]]
         report["profiles"] = {p: [render(t, p) for t in neutral] for p in profiles}

@@ -5,7 +5,7 @@ alias the tool searches (read-only: ``GET <index>/_mapping`` and one
 ``size: 0`` search for the filter values) and reports each problem as one
 line naming the config key and the mapping field
 (:mod:`scopegate.backends.mapping_check`). Errors make ``check`` exit 1 and
-``serve`` refuse to start (``--allow-index-problems`` serves with them as warnings).
+``serve`` refuse to start (``--allow-index-problems`` serves with them as warnings); notes (info) are only reported.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class RemoteIndexState:
     indices: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # info: works as configured, the mapping could make it cheaper
 
     def report(self) -> dict[str, Any]:
         return {
@@ -37,6 +38,7 @@ class RemoteIndexState:
             "indices": self.indices,
             "errors": self.errors,
             "warnings": self.warnings,
+            "notes": self.notes,
         }
 
 
@@ -53,7 +55,7 @@ async def remote_index_states(config: AppConfig, backends: list[SearchBackend]) 
             state.indices = sorted((await backend.index_mapping()).keys())
             for finding in await backend.mapping_findings():
                 line = f"{format_path((*at, *finding.key))}: {finding.message} (mapping field {finding.field})"
-                (state.errors if finding.severity == "error" else state.warnings).append(line)
+                {"error": state.errors, "warning": state.warnings, "info": state.notes}[finding.severity].append(line)
         except MissingIndexError:
             line = f"{format_path((*at, 'index'))}: the index or alias {backend.search_target!r} does not exist "
             if tool.index_mode == "existing":

@@ -45,6 +45,10 @@ async def test_the_alias_is_used_as_named_and_writes_are_refused(team: team_inde
     await checks.alias_as_named_and_writes_refused(team, make(team.url))
 
 
+async def test_term_vectors_give_the_fast_highlighter_the_same_snippet(es_url: str, tmp_path: Path) -> None:
+    await checks.term_vector_snippets(es_url, make(es_url), tmp_path, ENGINE, synonyms=False, server_major=8)
+
+
 async def test_a_text_field_the_index_lacks_is_an_error_not_zero_results(team: team_index.TeamIndex) -> None:
     await checks.missing_text_field_is_an_error(team, make(team.url))
 
