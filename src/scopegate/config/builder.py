@@ -35,6 +35,7 @@ from scopegate.config.model import (
     python_tools_config,
 )
 from scopegate.config.openapi import build_openapi_toolset
+from scopegate.config.tls import check_tls_files
 from scopegate.errors import (
     ConfigError,
     UnknownNameError,
@@ -217,6 +218,7 @@ def _sigv4_auth(cfg: AwsSigV4Config) -> Any:
 def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBackend:
     """An OpenSearch or Elasticsearch backend: the same class and arguments the Python API uses."""
     urls: str | list[str] = cfg.url[0] if len(cfg.url) == 1 else list(cfg.url)
+    check_tls_files(cfg.ca_certs, cfg.client_cert, cfg.client_key)
     ca_certs = str(cfg.ca_certs) if cfg.ca_certs is not None else None
     common: _EngineArgs = {
         "analysis": cfg.analysis,
