@@ -106,6 +106,7 @@ class TlsRelay:
         self.context.verify_mode = ssl.CERT_REQUIRED
         self.context.load_verify_locations(client_ca)
         self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)  # accept() wakes up to see close()
         self.port = int(self.listener.getsockname()[1])
         self.accepted = 0  # handshakes that completed (a client certificate the CA signed)
         self.refused = 0  # handshakes that failed
@@ -122,8 +123,11 @@ class TlsRelay:
         while not self._closed.is_set():
             try:
                 conn, _ = self.listener.accept()
+            except TimeoutError:
+                continue
             except OSError:
                 return
+            conn.settimeout(None)
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _count(self, accepted: bool) -> None:
@@ -135,11 +139,12 @@ class TlsRelay:
 
     def _handle(self, conn: socket.socket) -> None:
         conn.settimeout(30)
+        secure = self.context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
         try:
-            secure = self.context.wrap_socket(conn, server_side=True)
+            secure.do_handshake()
         except (ssl.SSLError, OSError):
             self._count(False)
-            conn.close()
+            _linger(socket.socket(fileno=secure.detach()))
             return
         self._count(True)
         try:
@@ -154,8 +159,19 @@ class TlsRelay:
 
     def close(self) -> None:
         self._closed.set()
-        self.listener.close()
         self._thread.join(timeout=10)
+        self.listener.close()
+
+
+def _linger(conn: socket.socket) -> None:
+    """Close after a refused handshake as a TLS server does: the alert already sent, then a FIN, and what the
+    client still sends read and dropped, so the client reads the alert instead of a reset."""
+    with contextlib.suppress(OSError):
+        conn.settimeout(5)
+        conn.shutdown(socket.SHUT_WR)
+        while conn.recv(65536):
+            pass
+    conn.close()
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:

@@ -25,10 +25,12 @@ from tls_relay import Authority, TlsRelay
 
 from scopegate.config.builder import load_config
 from scopegate.errors import ConfigError
+from scopegate.server.check import check_config
 from scopegate.tools import CallContext
 
 pytestmark = pytest.mark.opensearch
 TENANT = "globex"
+PASSPHRASE = "key-Passphrase-never-printed"
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,8 @@ class Pki:
 
     @property
     def secrets(self) -> list[str]:
-        """What must never be printed: the client keys' paths and a line of each key's body."""
-        out = []
+        """What must never be printed: the client keys' paths, a line of each key's body, the passphrase."""
+        out = [PASSPHRASE]
         for key in (self.client[1], self.intruder[1], self.encrypted_key):
             out += [str(key), key.name, key.read_text().splitlines()[1]]
         return out
@@ -60,7 +62,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(b"key-passphrase"),
+            serialization.BestAvailableEncryption(PASSPHRASE.encode()),
         )
     )
     return Pki(
@@ -99,7 +101,7 @@ def every_log_line(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture
     return caplog
 
 
-def write(folder: Path, team: team_index.TeamIndex, relay: TlsRelay, **tls: Path) -> Path:
+def write(folder: Path, team: team_index.TeamIndex, relay: TlsRelay, **tls: Path | str) -> Path:
     config = team.config("opensearch")
     config["backends"]["team"].update(url=relay.url, **{key: str(value) for key, value in tls.items()})
     path = folder / "scopegate.json"
@@ -151,14 +153,15 @@ async def test_a_missing_or_foreign_client_certificate_is_a_structured_error(
     result = await search(write(tmp_path, team, relay, **tls), "crash")
     assert result["status"] == "error" and result["error_code"] == "SEARCH_UNAVAILABLE"
     assert relay.accepted == 0 and relay.refused >= 1  # no byte reached the node
-    if client == "foreign":  # the relay's alert (unknown CA) says why: a retry cannot help
-        assert result == {
-            "status": "error",
-            "error_code": "SEARCH_UNAVAILABLE",
-            "message": "the search engine refused the call; retrying will not help",
-            "retryable": False,
-        }
-        assert "TLS handshake with OpenSearch failed (TLSV1_ALERT_UNKNOWN_CA)" in every_log_line.text
+    # The relay's alert says why (no certificate, or one from an unknown CA): a retry cannot help.
+    assert result == {
+        "status": "error",
+        "error_code": "SEARCH_UNAVAILABLE",
+        "message": "the search engine refused the call; retrying will not help",
+        "retryable": False,
+    }
+    alert = "TLSV13_ALERT_CERTIFICATE_REQUIRED" if client == "missing" else "TLSV1_ALERT_UNKNOWN_CA"
+    assert f"TLS handshake with OpenSearch failed ({alert})" in every_log_line.text
     assert_nothing_secret(pki, json.dumps(result), every_log_line.text)
 
 
@@ -185,7 +188,8 @@ async def test_a_ca_that_did_not_sign_the_server_fails_closed(
     [
         ("intruder", "client_key: the private key does not match client_cert"),
         ("a certificate", "client_cert/client_key: not a PEM certificate and private key"),
-        ("encrypted", "client_key: the private key is encrypted"),
+        ("encrypted", "client_key: the private key is encrypted; give its passphrase in client_key_password"),
+        ("encrypted, wrong passphrase", "client_key_password: the passphrase does not open client_key"),
     ],
 )
 async def test_a_key_that_does_not_fit_is_a_config_error_naming_the_key_not_the_file(
@@ -200,15 +204,46 @@ async def test_a_key_that_does_not_fit_is_a_config_error_naming_the_key_not_the_
     """Before: the config built, and every search failed as INTERNAL with the TLS library's traceback
     logged (an encrypted key made OpenSSL prompt for its passphrase on the terminal)."""
     files = {"intruder": pki.intruder[1], "a certificate": pki.ca, "encrypted": pki.encrypted_key}
-    path = write(tmp_path, team, relay, ca_certs=pki.ca, client_cert=pki.client[0], client_key=files[key])
+    tls: dict[str, Path | str] = {"ca_certs": pki.ca, "client_cert": pki.client[0]}
+    tls["client_key"] = files.get(key, pki.encrypted_key)
+    if key == "encrypted, wrong passphrase":
+        tls["client_key_password"] = PASSPHRASE[::-1]
+    path = write(tmp_path, team, relay, **tls)
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert str(caught.value).startswith(says)
-    assert str(files[key]) not in str(caught.value) and files[key].name not in str(caught.value)
+    assert str(tls["client_key"]) not in str(caught.value)
     done = checks.cli("check", str(path))
     assert done.returncode != 0 and says in done.stderr and "Traceback" not in done.stderr
     assert relay.accepted == 0 and relay.refused == 0
     assert_nothing_secret(pki, str(caught.value), done.stdout, done.stderr, every_log_line.text)
+
+
+@pytest.mark.parametrize("given", ["environment", "file"])
+async def test_an_encrypted_key_opens_with_its_passphrase_from_the_environment_or_a_file(
+    team: team_index.TeamIndex,
+    pki: Pki,
+    relay: TlsRelay,
+    tmp_path: Path,
+    given: str,
+    monkeypatch: pytest.MonkeyPatch,
+    every_log_line: pytest.LogCaptureFixture,
+) -> None:
+    tls: dict[str, Path | str] = {"ca_certs": pki.ca, "client_cert": pki.client[0], "client_key": pki.encrypted_key}
+    if given == "environment":
+        monkeypatch.setenv("CLUSTER_KEY_PASSPHRASE", PASSPHRASE)
+        tls["client_key_password"] = "${CLUSTER_KEY_PASSPHRASE}"
+    else:
+        (tmp_path / "passphrase.txt").write_text(PASSPHRASE + "\n", "utf-8")
+        tls["client_key_password_file"] = "passphrase.txt"
+    path = write(tmp_path, team, relay, **tls)
+    result = await search(path, checks.synonym_query(team))
+    checks.check_planted_hit(result, TENANT, 2500)
+    assert relay.accepted >= 1 and relay.refused == 0
+    app = load_config(path)
+    shown = repr(app.config) + json.dumps(await check_config(path))
+    await app.aclose()
+    assert_nothing_secret(pki, json.dumps(result), shown, every_log_line.text)
 
 
 def test_the_cli_reports_a_refused_certificate_as_a_result(
