@@ -189,3 +189,41 @@ def _pump(source: socket.socket, target: socket.socket) -> None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
             sock.close()
+
+
+@dataclass(frozen=True)
+class Pki:
+    """The certificates of a mutual-TLS test, as PEM files."""
+
+    ca: Path  # signed the node's (relay's) certificate and the agent's client certificate
+    stranger_ca: Path  # signed nothing the cluster trusts
+    server: tuple[Path, Path]
+    client: tuple[Path, Path]
+    intruder: tuple[Path, Path]  # a client certificate from the stranger CA
+    encrypted_key: Path  # the agent's key, encrypted with ``passphrase``
+    passphrase: str
+
+    @property
+    def secrets(self) -> list[str]:
+        """What must never be printed: the client keys' paths, a line of each key's body, the passphrase."""
+        out = [self.passphrase]
+        for key in (self.client[1], self.intruder[1], self.encrypted_key):
+            out += [str(key), key.name, key.read_text().splitlines()[1]]
+        return out
+
+
+def make_pki(folder: Path, passphrase: str) -> Pki:
+    ca, stranger = Authority.create(folder, "cluster"), Authority.create(folder, "stranger")
+    client = ca.issue(folder, "agent", server=False)
+    key = serialization.load_pem_private_key(client[1].read_bytes(), password=None)
+    encrypted = folder / "agent-encrypted-key.pem"
+    encrypted.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.BestAvailableEncryption(passphrase.encode()),
+        )
+    )
+    server = ca.issue(folder, "node", server=True)
+    intruder = stranger.issue(folder, "intruder", server=False)
+    return Pki(ca.cert_file, stranger.cert_file, server, client, intruder, encrypted, passphrase)

@@ -12,7 +12,6 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,8 +19,7 @@ from urllib.parse import urlsplit
 import existing_index_checks as checks
 import pytest
 import team_index
-from cryptography.hazmat.primitives import serialization
-from tls_relay import Authority, TlsRelay
+from tls_relay import Pki, TlsRelay, make_pki
 
 from scopegate.config.builder import load_config
 from scopegate.errors import ConfigError
@@ -33,46 +31,9 @@ TENANT = "globex"
 PASSPHRASE = "key-Passphrase-never-printed"
 
 
-@dataclass(frozen=True)
-class Pki:
-    ca: Path  # signed the node's (relay's) certificate and the agent's client certificate
-    stranger_ca: Path  # signed nothing the cluster trusts
-    server: tuple[Path, Path]
-    client: tuple[Path, Path]
-    intruder: tuple[Path, Path]  # a client certificate from the stranger CA
-    encrypted_key: Path  # the agent's key, encrypted with a passphrase
-
-    @property
-    def secrets(self) -> list[str]:
-        """What must never be printed: the client keys' paths, a line of each key's body, the passphrase."""
-        out = [PASSPHRASE]
-        for key in (self.client[1], self.intruder[1], self.encrypted_key):
-            out += [str(key), key.name, key.read_text().splitlines()[1]]
-        return out
-
-
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
-    folder = tmp_path_factory.mktemp("pki")
-    ca, stranger = Authority.create(folder, "cluster"), Authority.create(folder, "stranger")
-    client = ca.issue(folder, "agent", server=False)
-    key = serialization.load_pem_private_key(client[1].read_bytes(), password=None)
-    encrypted = folder / "agent-encrypted-key.pem"
-    encrypted.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.BestAvailableEncryption(PASSPHRASE.encode()),
-        )
-    )
-    return Pki(
-        ca.cert_file,
-        stranger.cert_file,
-        ca.issue(folder, "node", server=True),
-        client,
-        stranger.issue(folder, "intruder", server=False),
-        encrypted,
-    )
+    return make_pki(tmp_path_factory.mktemp("pki"), PASSPHRASE)
 
 
 @pytest.fixture(scope="module")
