@@ -24,6 +24,7 @@ from elasticsearch import ApiError, AsyncElasticsearch, NotFoundError, Unsupport
 
 from scopegate.backends import dsl
 from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, FAILOVER_STATUS, EngineBackend
+from scopegate.backends.outage import tls_failure
 from scopegate.errors import BackendError, MissingIndexError
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -198,6 +199,9 @@ class ElasticsearchBackend(EngineBackend[AsyncElasticsearch]):
             kind = _error_type(exc) or "error"
             return BackendError(f"Elasticsearch answered {status} {kind}", retryable=status in RETRYABLE_STATUS)
         if isinstance(exc, TransportConnectionError | ConnectionTimeout):
+            tls = tls_failure(exc)
+            if tls is not None:
+                return BackendError(f"the TLS handshake with Elasticsearch failed ({tls})", retryable=False)
             return BackendError(f"cannot reach Elasticsearch ({type(exc).__name__})", retryable=True)
         if isinstance(exc, TransportError):
             return BackendError(f"Elasticsearch transport error ({type(exc).__name__})", retryable=True)

@@ -68,7 +68,7 @@ from scopegate.backends.mapping_check import (
     query_findings,
     spec_findings,
 )
-from scopegate.backends.outage import FailureLog, host_list, quiet_client_loggers
+from scopegate.backends.outage import FailureLog, host_list, quiet_client_loggers, tls_failure
 from scopegate.errors import BackendError, ConfigError, FieldUnavailable, IngestError, MissingIndexError
 from scopegate.scope import Scope, ScopeMissing, canonical_id
 from scopegate.search.aggregation import AggregationQuery, RawAggregation
@@ -311,7 +311,8 @@ class EngineBackend(ABC, Generic[ClientT]):
             translated = self._translate(exc, name)
             if translated is None:
                 raise
-            if report and translated.retryable:  # down or overloaded: one line, not the client's traceback
+            # Down or overloaded, or a TLS handshake refused (the operator's to fix): one line, not the traceback.
+            if report and (translated.retryable or tls_failure(exc) is not None):
                 self.failures.failed(name, translated, exc)
             raise translated from exc
 

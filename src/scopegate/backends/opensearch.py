@@ -27,6 +27,7 @@ from opensearchpy.exceptions import (
 
 from scopegate.backends import dsl
 from scopegate.backends.engine_common import ADMIN_TIMEOUT_S, FAILOVER_STATUS, EngineBackend
+from scopegate.backends.outage import tls_failure
 from scopegate.errors import BackendError, MissingIndexError
 
 RETRYABLE_STATUS = frozenset({408, 429, 500, 502, 503, 504})
@@ -166,6 +167,9 @@ class OpenSearchBackend(EngineBackend[AsyncOpenSearch]):
         if isinstance(exc, NotFoundError) and error_type(exc) in ("index_not_found_exception", "aliases_not_found"):
             return MissingIndexError(name)
         if isinstance(exc, OSConnectionError):  # includes ConnectionTimeout
+            tls = tls_failure(exc)
+            if tls is not None:
+                return BackendError(f"the TLS handshake with OpenSearch failed ({tls})", retryable=False)
             return BackendError(f"cannot reach OpenSearch ({type(exc).__name__})", retryable=True)
         if isinstance(exc, TransportError):
             status = exc.status_code if isinstance(exc.status_code, int) else 0

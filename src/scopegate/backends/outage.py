@@ -11,6 +11,7 @@ set to DEBUG, and their tracebacks likewise; scopegate says once per failed call
 from __future__ import annotations
 
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -83,6 +84,25 @@ def root_cause(exc: BaseException) -> str:
         inner = nxt
     text = " ".join(f"{type(inner).__name__}: {inner}".split())
     return text[:MAX_CAUSE_CHARS]
+
+
+def tls_failure(exc: BaseException) -> str | None:
+    """The TLS library's reason when ``exc`` was raised from a failed TLS handshake (a certificate the
+    other side refused, or one this side could not verify), else None. A handshake fails the same way on
+    every retry: it is a configuration to fix, not an outage."""
+    seen: set[int] = set()
+    inner: BaseException | None = exc
+    while inner is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        if isinstance(inner, ssl.SSLCertVerificationError):  # aiohttp's wrapper is one too, without the fields
+            found = getattr(inner, "reason", None) or getattr(inner, "verify_message", None)
+            if found or inner.__cause__ is None:
+                return str(found or "CERTIFICATE_VERIFY_FAILED")
+        reason = str(getattr(inner, "reason", "") or "") if isinstance(inner, ssl.SSLError) else ""
+        if "ALERT" in reason or "CERTIFICATE" in reason or reason == "WRONG_VERSION_NUMBER":
+            return reason  # an alert the server sent (e.g. TLSV1_ALERT_UNKNOWN_CA), or https to a plain port
+        inner = inner.__cause__ or inner.__context__
+    return None
 
 
 class FailureLog:

@@ -35,6 +35,7 @@ from scopegate.config.model import (
     python_tools_config,
 )
 from scopegate.config.openapi import build_openapi_toolset
+from scopegate.config.tls import client_tls_options
 from scopegate.errors import (
     ConfigError,
     UnknownNameError,
@@ -184,10 +185,6 @@ class _EngineArgs(TypedDict):
     alias_filter: dict[str, str | tuple[str, ...]] | None
     coordinating_url: list[str] | None
     dead_timeout_s: float
-    verify_certs: bool
-    ca_certs: str | None
-    client_cert: str | None
-    client_key: str | None
 
 
 def _secret(inline: str | None, path: Path | None) -> str | None:
@@ -217,7 +214,8 @@ def _sigv4_auth(cfg: AwsSigV4Config) -> Any:
 def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBackend:
     """An OpenSearch or Elasticsearch backend: the same class and arguments the Python API uses."""
     urls: str | list[str] = cfg.url[0] if len(cfg.url) == 1 else list(cfg.url)
-    ca_certs = str(cfg.ca_certs) if cfg.ca_certs is not None else None
+    key_password = _secret(cfg.client_key_password, cfg.client_key_password_file)
+    tls = client_tls_options(cfg.verify_certs, cfg.ca_certs, cfg.client_cert, cfg.client_key, key_password)
     common: _EngineArgs = {
         "analysis": cfg.analysis,
         "shards": cfg.shards,
@@ -227,10 +225,6 @@ def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBa
         "alias_filter": dict(cfg.alias_filter) if cfg.alias_filter else None,
         "coordinating_url": list(cfg.coordinating_url) if cfg.coordinating_url else None,
         "dead_timeout_s": cfg.dead_timeout_s,
-        "verify_certs": cfg.verify_certs,
-        "ca_certs": ca_certs,
-        "client_cert": str(cfg.client_cert) if cfg.client_cert is not None else None,
-        "client_key": str(cfg.client_key) if cfg.client_key is not None else None,
     }
     password = _secret(cfg.password, cfg.password_file)
     credentials = (cfg.username, password or "") if cfg.username is not None else None
@@ -249,7 +243,7 @@ def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBa
             extra = {"http_auth": _sigv4_auth(cfg.aws_sigv4), "connection_class": AsyncHttpConnection}
         if bearer is not None:
             extra["headers"] = {"authorization": f"Bearer {bearer}"}
-        return OpenSearchBackend(spec, urls, **extra, **common)
+        return OpenSearchBackend(spec, urls, **extra, **common, **tls)
     try:
         from scopegate.backends.elasticsearch import CLIENT_MAJOR, ElasticsearchBackend
     except ImportError as exc:
@@ -257,7 +251,7 @@ def build_remote_backend(cfg: RemoteBackendConfig, spec: SearchSpec) -> SearchBa
     major = cfg.server_major or CLIENT_MAJOR
     api_key = _secret(cfg.api_key, cfg.api_key_file)
     return ElasticsearchBackend(
-        spec, urls, basic_auth=credentials, api_key=api_key, bearer_auth=bearer, server_major=major, **common
+        spec, urls, basic_auth=credentials, api_key=api_key, bearer_auth=bearer, server_major=major, **common, **tls
     )
 
 

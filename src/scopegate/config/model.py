@@ -160,7 +160,15 @@ class RemoteBackendConfig:
         default=None, description="CA bundle (PEM) the cluster's certificate is checked with."
     )
     client_cert: ConfigPath | None = Field(default=None, description="Client certificate (PEM) for mutual TLS.")
-    client_key: ConfigPath | None = Field(default=None, description="The client certificate's private key (PEM).")
+    client_key: ConfigPath | None = Field(
+        default=None, repr=False, description="The client certificate's private key (PEM)."
+    )
+    client_key_password: Str | None = Field(
+        default=None, repr=False, description="Passphrase of an encrypted client_key (use ${ENV})."
+    )
+    client_key_password_file: ConfigPath | None = Field(
+        default=None, description="A file holding the client_key's passphrase."
+    )
     server_major: Annotated[int, _count(7, 9, "Elasticsearch major version")] | None = None
     shards: Annotated[int, _count(1, 1024, "Primary shards of a new index")] = 1
     replicas: Annotated[int, _count(0, 16, "Replicas of a new index")] | None = None
@@ -210,7 +218,7 @@ def _auth_problems(at: tuple[str, str], backend: RemoteBackendConfig) -> list[Pr
     has_password = backend.password is not None or backend.password_file is not None
     if (backend.username is None) != (not has_password):
         problems.append(Problem.at(at, "username and password (or password_file) go together"))
-    for key in ("password", "api_key", "bearer_token"):
+    for key in ("password", "api_key", "bearer_token", "client_key_password"):
         if getattr(backend, key) is not None and getattr(backend, f"{key}_file") is not None:
             problems.append(Problem.at((*at, key), f"give {key} or {key}_file, not both"))
     ways = [
@@ -231,6 +239,10 @@ def _auth_problems(at: tuple[str, str], backend: RemoteBackendConfig) -> list[Pr
         problems.append(Problem.at((*at, "aws_sigv4"), "AWS SigV4 is for Amazon OpenSearch Service and Serverless"))
     if backend.client_key is not None and backend.client_cert is None:
         problems.append(Problem.at((*at, "client_key"), "client_key needs client_cert"))
+    if (backend.client_key_password is not None or backend.client_key_password_file is not None) and (
+        backend.client_key is None and backend.client_cert is None
+    ):
+        problems.append(Problem.at((*at, "client_key_password"), "client_key_password needs client_key"))
     return problems
 
 

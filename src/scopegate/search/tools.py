@@ -52,10 +52,10 @@ def backend_failure(exc: BaseException, spec: SearchSpec) -> dict[str, Any]:
             retryable=False,
             missing=exc.name,
         )
+    if isinstance(exc, BackendError) and not exc.retryable:
+        return tool_error(SEARCH_UNAVAILABLE, "the search engine refused the call; retrying will not help")
     if isinstance(exc, BackendError):
-        return tool_error(
-            SEARCH_UNAVAILABLE, "the search engine did not answer; try again shortly", retryable=exc.retryable
-        )
+        return tool_error(SEARCH_UNAVAILABLE, "the search engine did not answer; try again shortly", retryable=True)
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return tool_error(
             SEARCH_UNAVAILABLE,

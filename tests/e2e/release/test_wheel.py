@@ -83,6 +83,8 @@ def test_twine_check_and_what_the_dists_contain(dist: dict[str, Path]) -> None:
         f"{launcher}pom.xml",
         f"{launcher}src/main/java/dev/scopegate/engine/OpenSearchTestNode.java",
         "scopegate/engines/launchers/opensearch-knn/pom.xml",
+        "scopegate/engines/launchers/opensearch3/pom.xml",
+        "scopegate/engines/launchers/opensearch3/src/main/java/dev/scopegate/engine/OpenSearchTestNode.java",
         "scopegate/examples/orders/openapi.json",
         "scopegate/py.typed",
         "scopegate/search/_wordscan.pyi",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import uuid
 from typing import Any
 
@@ -30,6 +31,16 @@ async def engine_terms(url: str, index: str, texts: list[str]) -> list[set[str]]
     return out
 
 
+@functools.cache
+def server_major(url: str) -> int:
+    """The node's major version (8 by default, 9 under ``SCOPEGATE_ELASTICSEARCH_VERSION=9``): the tests ask
+    for its own REST compatibility, so a 9.x node is tested natively, not in compatibility mode 8."""
+    resp = httpx.get(f"{url}/_nodes/_local", params={"filter_path": "nodes.*.version"}, timeout=30)
+    resp.raise_for_status()
+    (node,) = resp.json()["nodes"].values()
+    return int(str(node["version"]).split(".", 1)[0])
+
+
 def make_backend(spec: SearchSpec, url: str, **kw: Any) -> ElasticsearchBackend:
     """The integ-test distribution has no analysis-common module: core ``standard`` analysis, no replicas."""
-    return ElasticsearchBackend(spec, url, server_major=8, analysis="standard", replicas=0, **kw)
+    return ElasticsearchBackend(spec, url, server_major=server_major(url), analysis="standard", replicas=0, **kw)

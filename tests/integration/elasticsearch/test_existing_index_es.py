@@ -1,4 +1,4 @@
-"""Issue 35 on Elasticsearch (8.19, minimal distribution: no synonym filter, so the model searches the
+"""Issue 35 on Elasticsearch (8.19 or 9.x, minimal distribution: no synonym filter, so the model searches the
 word itself): an index the team built (org_id, meta.component, a keyword sub-field, a read alias), used
 read-only through the tools over ADK, MCP and the CLI; check --deep names each mapping mistake."""
 
@@ -10,6 +10,7 @@ from pathlib import Path
 import existing_index_checks as checks
 import pytest
 import team_index
+from elasticsearch_helpers import server_major
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -32,13 +33,13 @@ async def team(es_url: str) -> AsyncIterator[team_index.TeamIndex]:
 
 def make(url: str) -> checks.Make:
     def backend(spec: SearchSpec) -> ElasticsearchBackend:
-        return ElasticsearchBackend(spec, url, server_major=8)
+        return ElasticsearchBackend(spec, url, server_major=server_major(url))
 
     return backend
 
 
 async def test_tools_over_adk_mcp_and_cli_leave_the_index_unchanged(team: team_index.TeamIndex, tmp_path: Path) -> None:
-    await checks.the_whole_path(team, make(team.url), tmp_path, ENGINE, server_major=8)
+    await checks.the_whole_path(team, make(team.url), tmp_path, ENGINE, server_major=server_major(team.url))
 
 
 async def test_the_alias_is_used_as_named_and_writes_are_refused(team: team_index.TeamIndex) -> None:
@@ -55,11 +56,11 @@ async def test_a_text_field_the_index_lacks_is_an_error_not_zero_results(team: t
 
 @pytest.mark.parametrize("kind", sorted(checks.EXPECTED))
 async def test_check_deep_names_the_mistake(es_url: str, kind: str, tmp_path: Path) -> None:
-    await checks.check_names_the_mistake(es_url, ENGINE, kind, tmp_path, server_major=8)
+    await checks.check_names_the_mistake(es_url, ENGINE, kind, tmp_path, server_major=server_major(es_url))
 
 
 async def test_check_deep_passes_the_team_index(team: team_index.TeamIndex, tmp_path: Path) -> None:
-    await checks.check_passes_a_good_index(team, tmp_path, ENGINE, server_major=8)
+    await checks.check_passes_a_good_index(team, tmp_path, ENGINE, server_major=server_major(team.url))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -2,15 +2,17 @@
 
 ``org.elasticsearch.distribution.integ-test-zip:elasticsearch`` is a real,
 minimal Elasticsearch (core, transport-netty4, x-pack-core/security; no
-analysis-common, no rest-root, no reindex). Maven Central's newest is
-``8.19.21``: no 9.x integ-test zip is published there, so the 9.x client runs
-against it in REST compatibility mode 8 (see :mod:`scopegate.backends.elasticsearch`).
+analysis-common, no rest-root, no reindex). The default is ``8.19.21`` on Java 17, which the 9.x
+client talks to in REST compatibility mode 8 (see :mod:`scopegate.backends.elasticsearch`);
+``--version 9`` or ``SCOPEGATE_ELASTICSEARCH_VERSION=9`` runs the 9.x zip (also on Maven Central)
+on Java 21+, in its own state folder (see :mod:`scopegate.engines._releases`).
 
 Elasticsearch refuses to run as root. When this process is root, the node runs
 as a dedicated system user (created with ``useradd`` if missing) via
 ``runuser``; otherwise it runs as the current user. Layout under the state
-folder (default ``<cache>/elasticsearch-node``, see :func:`scopegate.engines._node.cache_root`): ``dist/`` (unpacked
-zip), ``home/data``, ``home/logs``, ``node.pid``, ``http.port``, ``url``, ``node.log``.
+folder (default ``<cache>/elasticsearch-node``, ``<cache>/elasticsearch-9-node`` for 9.x, see
+:func:`scopegate.engines._node.cache_root`): ``dist/`` (unpacked zip), ``home/data``, ``home/logs``,
+``node.pid``, ``http.port``, ``url``, ``node.log``.
 
 Usage::
 
@@ -41,9 +43,10 @@ from scopegate.engines._node import (
     maven_fetch,
     unpack_zip,
 )
+from scopegate.engines._releases import RELEASES, java_for, pick, state_name
 from scopegate.errors import EngineNodeError
 
-ES_VERSION = "8.19.21"
+ES_VERSION = RELEASES["elasticsearch"]["8"].version
 ARTIFACT = f"org.elasticsearch.distribution.integ-test-zip:elasticsearch:{ES_VERSION}:zip"
 URL_ENV = "SCOPEGATE_ELASTICSEARCH_URL"
 RUN_USER = "scopegate-es"
@@ -52,12 +55,19 @@ RUN_USER = "scopegate-es"
 @dataclass
 class ESNodeConfig(NodeLayout):
     state_dir: Path = field(
-        default_factory=lambda: _env_path("SCOPEGATE_ELASTICSEARCH_STATE_DIR", cache_root() / "elasticsearch-node")
+        default_factory=lambda: _env_path(
+            "SCOPEGATE_ELASTICSEARCH_STATE_DIR", cache_root() / state_name(pick("elasticsearch"))
+        )
     )
     maven_repo: Path = field(default_factory=lambda: _env_path("SCOPEGATE_MAVEN_REPO", cache_root() / "m2"))
     heap: str = field(default_factory=lambda: os.environ.get("SCOPEGATE_ELASTICSEARCH_HEAP", "512m"))
     java: str | None = None
-    version: str = ES_VERSION
+    # SCOPEGATE_ELASTICSEARCH_VERSION (a major or an exact version), default 8.19.21.
+    version: str = field(default_factory=lambda: pick("elasticsearch").version)
+
+    def java_command(self) -> str:
+        """``java``, else one new enough for the version (see :func:`~scopegate.engines._releases.java_for`)."""
+        return self.java or java_for(pick("elasticsearch", self.version), None, find_java())
 
     @property
     def dist(self) -> Path:
@@ -181,7 +191,7 @@ class ElasticsearchNode(LocalNode[ESNodeConfig]):
 
     def _command(self, port: int) -> tuple[list[str], dict[str, str] | None]:
         cfg = self.config
-        java = cfg.java or find_java()
+        java = cfg.java_command()
         cmd = [str(cfg.dist / "bin" / "elasticsearch")]
         for item in self._settings(port):
             cmd += ["-E", item]
@@ -227,6 +237,18 @@ def first_closed_folder(path: Path, uid: int, gids: Collection[int], *, below: P
     return None
 
 
-def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> ElasticsearchNode:
-    """The node manager for the command line's ``--state-dir`` and ``--heap``."""
-    return ElasticsearchNode(configure(ESNodeConfig(), state_dir=state_dir, heap=heap))
+def node_from_options(
+    state_dir: str | Path | None = None,
+    heap: str | None = None,
+    version: str | None = None,
+    java_home: str | Path | None = None,
+) -> ElasticsearchNode:
+    """The node manager for the command line's ``--state-dir``, ``--heap``, ``--version`` and ``--java-home``
+    (each None: the environment's or the default)."""
+    release = pick("elasticsearch", version)
+    config = ESNodeConfig(version=release.version)
+    if version:
+        config.state_dir = _env_path("SCOPEGATE_ELASTICSEARCH_STATE_DIR", cache_root() / state_name(release))
+    if java_home:
+        config.java = java_for(release, java_home, find_java())
+    return ElasticsearchNode(configure(config, state_dir=state_dir, heap=heap))

@@ -1,10 +1,11 @@
 """Build, start, stop and inspect the local single-node OpenSearch used for development and tests.
 
 The node is the launcher in ``scopegate/engines/launchers/opensearch`` (a ``Node`` subclass on the
-OpenSearch 2.19 Maven artifacts), shipped in the wheel; it is copied to and built in
-``<cache>/engines/opensearch`` (``<cache>``: ``SCOPEGATE_CACHE_DIR``, a checkout's ``.cache``, or
-``~/.cache/scopegate`` when installed). Everything it needs lives under a state
-folder (default ``<cache>/opensearch-node``):
+OpenSearch 2.19 Maven artifacts; ``launchers/opensearch3`` for 3.x, picked by ``--version 3`` or
+``SCOPEGATE_OPENSEARCH_VERSION``, on Java 21+: see :mod:`scopegate.engines._releases`), shipped in the
+wheel; it is copied to and built in ``<cache>/engines/<launcher>`` (``<cache>``: ``SCOPEGATE_CACHE_DIR``,
+a checkout's ``.cache``, or ``~/.cache/scopegate`` when installed). Everything it needs lives under a
+state folder (default ``<cache>/opensearch-node``, ``<cache>/opensearch-3-node`` for 3.x):
 
 - ``home/`` the node's ``path.home`` (``data/``, ``logs/``, ``config/``)
 - ``node.pid``, ``http.port``, ``url`` plain files other tools can read
@@ -37,6 +38,7 @@ from scopegate.engines._node import (
     find_java,
     free_port,
 )
+from scopegate.engines._releases import Release, java_for, pick, state_name
 from scopegate.errors import EngineNodeError
 
 MAIN_CLASS = "dev.scopegate.engine.OpenSearchTestNode"
@@ -54,9 +56,13 @@ class NodeConfig(NodeLayout):
     ``build_dir`` (default ``<cache>/engines/<name>``) and built there, beside the copies of
     ``extra_sources`` (a pom may refer to ``../opensearch/src``)."""
 
-    engine_dir: Path = field(default_factory=lambda: LAUNCHERS / "opensearch")
+    # The OpenSearch release (SCOPEGATE_OPENSEARCH_VERSION, default 2.19.6): its launcher and its Java.
+    release: Release = field(default_factory=lambda: pick("opensearch"))
+    engine_dir: Path | None = None  # None: the release's launcher
     state_dir: Path = field(
-        default_factory=lambda: _env_path("SCOPEGATE_OPENSEARCH_STATE_DIR", cache_root() / "opensearch-node")
+        default_factory=lambda: _env_path(
+            "SCOPEGATE_OPENSEARCH_STATE_DIR", cache_root() / state_name(pick("opensearch"))
+        )
     )
     maven_repo: Path = field(default_factory=lambda: _env_path("SCOPEGATE_MAVEN_REPO", cache_root() / "m2"))
     build_dir: Path | None = None
@@ -66,6 +72,15 @@ class NodeConfig(NodeLayout):
     # JVM options (e.g. -Dscopegate.extra.plugins=...) and other source folders the build reads.
     jvm_options: tuple[str, ...] = ()
     extra_sources: tuple[Path, ...] = ()
+
+    @property
+    def launcher(self) -> Path:
+        """The launcher's sources: ``engine_dir``, else the release's."""
+        return self.engine_dir or LAUNCHERS / self.release.launcher
+
+    def java_command(self) -> str:
+        """``java``, else one new enough for the release (see :func:`~scopegate.engines._releases.java_for`)."""
+        return self.java or java_for(self.release, None, find_java())
 
 
 class OpenSearchNode(LocalNode[NodeConfig]):
@@ -83,7 +98,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
     @property
     def build_dir(self) -> Path:
         """Where the sources are copied and Maven runs (``target/`` holds the jar and its libraries)."""
-        return self.config.build_dir or cache_root() / "engines" / self.config.engine_dir.name
+        return self.config.build_dir or cache_root() / "engines" / self.config.launcher.name
 
     @property
     def jar(self) -> Path:
@@ -98,7 +113,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
 
     def _source_digest(self) -> str:
         digest = hashlib.sha256()
-        engine = self.config.engine_dir
+        engine = self.config.launcher
         sources = [(engine, engine / "pom.xml"), *((engine, p) for p in sorted((engine / "src").rglob("*")))]
         for root in self.config.extra_sources:
             sources += [(root.parent, p) for p in sorted((root / "src").rglob("*"))]
@@ -118,8 +133,8 @@ class OpenSearchNode(LocalNode[NodeConfig]):
 
     def build(self, *, force: bool = False, timeout_s: float = 900.0) -> bool:
         """Build the launcher with Maven unless it is up to date. Returns True when it built."""
-        if not (self.config.engine_dir / "pom.xml").is_file():
-            raise EngineNodeError(f"launcher sources not found in {self.config.engine_dir}")
+        if not (self.config.launcher / "pom.xml").is_file():
+            raise EngineNodeError(f"launcher sources not found in {self.config.launcher}")
         if not force and self.is_built():
             return False
         mvn = shutil.which("mvn")
@@ -129,8 +144,8 @@ class OpenSearchNode(LocalNode[NodeConfig]):
         self.config.maven_repo.mkdir(parents=True, exist_ok=True)
         cmd = [mvn, "-q", "-B", f"-Dmaven.repo.local={self.config.maven_repo}", "package"]
         env = dict(os.environ)
-        if self.config.java:
-            env["JAVA_HOME"] = str(Path(self.config.java).resolve().parents[1])
+        if self.config.java or self.config.release.java > 17:  # Maven compiles for the release's Java
+            env["JAVA_HOME"] = str(Path(self.config.java_command()).resolve().parents[1])
         try:
             done = subprocess.run(cmd, cwd=self.build_dir, capture_output=True, text=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired as exc:
@@ -145,7 +160,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
         """The launcher's sources (and extra sources) into the build folder's parent, as siblings; stale source
         files are removed, ``target/`` is kept (Maven's incremental build)."""
         for source, dest in [
-            (self.config.engine_dir, self.build_dir),
+            (self.config.launcher, self.build_dir),
             *((extra, self.build_dir.parent / extra.name) for extra in self.config.extra_sources),
         ]:
             if source.resolve() == dest.resolve():
@@ -167,7 +182,7 @@ class OpenSearchNode(LocalNode[NodeConfig]):
 
     def _command(self, port: int) -> tuple[list[str], dict[str, str] | None]:
         cfg = self.config
-        java = cfg.java or find_java()
+        java = cfg.java_command()
         cmd = [
             java,
             f"-Xms{cfg.heap}",
@@ -204,6 +219,7 @@ def knn_node_config(state_dir: Path | None = None, *, heap: str | None = None) -
     ``launchers/opensearch-knn`` from the same Java source.
     """
     return NodeConfig(
+        release=Release("opensearch", "2.19.1", 17, "opensearch-knn"),
         engine_dir=LAUNCHERS / "opensearch-knn",
         state_dir=state_dir or _env_path("SCOPEGATE_OPENSEARCH_KNN_STATE_DIR", cache_root() / "opensearch-knn-node"),
         heap=heap or os.environ.get("SCOPEGATE_OPENSEARCH_HEAP", "1g"),
@@ -215,6 +231,18 @@ def knn_node_config(state_dir: Path | None = None, *, heap: str | None = None) -
 # -- command line ---------------------------------------------------------
 
 
-def node_from_options(state_dir: str | Path | None = None, heap: str | None = None) -> OpenSearchNode:
-    """The node manager for the command line's ``--state-dir`` and ``--heap``."""
-    return OpenSearchNode(configure(NodeConfig(), state_dir=state_dir, heap=heap))
+def node_from_options(
+    state_dir: str | Path | None = None,
+    heap: str | None = None,
+    version: str | None = None,
+    java_home: str | Path | None = None,
+) -> OpenSearchNode:
+    """The node manager for the command line's ``--state-dir``, ``--heap``, ``--version`` and ``--java-home``
+    (each None: the environment's or the default)."""
+    release = pick("opensearch", version)
+    config = NodeConfig(release=release)
+    if version:
+        config.state_dir = _env_path("SCOPEGATE_OPENSEARCH_STATE_DIR", cache_root() / state_name(release))
+    if java_home:
+        config.java = java_for(release, java_home, find_java())
+    return OpenSearchNode(configure(config, state_dir=state_dir, heap=heap))
