@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import datetime as dt
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Mapping
+import urllib.request
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,14 +43,17 @@ from scopegate.evals.report import as_json, markdown
 from scopegate.evals.resources import peak_rss_mb
 from scopegate.evals.run import EvalRun
 from scopegate.evals.scoring import CaseScore
-from scopegate.evals.worlds import ORDERS_INSTRUCTION, WRITE_OPERATIONS, OrdersWorld
+from scopegate.evals.targets import CONFIG_INSTRUCTION
+from scopegate.evals.worlds import ORDERS_INSTRUCTION, WRITE_OPERATIONS, Observation, OrdersWorld
 from scopegate_lab.fastmcp_reference import CALL_TOOL, Bound, asks_for_a_write, model_view, reference_calls
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVER = Path(__file__).resolve().parent / "fastmcp_reference" / "server.py"
 DEFAULT_PYTHON = "/work/venvs/fastmcp/bin/python"
+SPEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "openapi"
+LAB = Path(__file__).resolve().parents[1] / "lab"
 LOGGED_CHARS = 600
-CUSTOMER_LINE = " The signed-in customer's id is {user_id}."
+CALLS_PATH = "/__spec_world/calls"  # the lab spec world's call log
 
 
 @dataclass
@@ -69,7 +75,10 @@ class _Client:
         result = await self.client.call_tool(name, dict(args))
         text = "".join(getattr(c, "text", "") for c in result.content or [])
         view = model_view(result.structured_content, text, bool(result.is_error))
-        self.log.append({"tool": name, "args": dict(args), "response": json.dumps(view, default=str)[:LOGGED_CHARS]})
+        text = json.dumps(view, default=str, ensure_ascii=False)
+        self.log.append(
+            {"tool": name, "args": dict(args), "response_chars": len(text), "response": text[:LOGGED_CHARS]}
+        )
         return _Called(view)
 
 
@@ -102,7 +111,9 @@ class FastMcpOrdersWorld:
 
 
 @contextlib.asynccontextmanager
-async def fastmcp_orders(python: str) -> AsyncIterator[tuple[_OneServer, FastMcpOrdersWorld, Bound, str]]:
+async def fastmcp_orders(
+    python: str,
+) -> AsyncIterator[tuple[_OneServer, FastMcpOrdersWorld, Bound, dict[str, frozenset[str]], str]]:
     """The orders service on 127.0.0.1 and FastMCP over its spec with the demo's allowlist and staff key."""
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -130,7 +141,129 @@ async def fastmcp_orders(python: str) -> AsyncIterator[tuple[_OneServer, FastMcp
         )
         async with Client(params) as client:
             world = FastMcpOrdersWorld(OrdersWorld(svc, settings))
-            yield _OneServer(_Client(client)), world, bound, ORDERS_INSTRUCTION + CUSTOMER_LINE
+            yield _OneServer(_Client(client)), world, bound, {}, ORDERS_INSTRUCTION
+
+
+class FastMcpConfigWorld:
+    """A config's checks on what FastMCP did: a write operation the service answered with 2xx reached it
+    (read from the service's own call log: nothing confirmed it); another tenant's id (the set's
+    ``scope_check``) in the data a call returned is a scope violation, found in the response text as the
+    scopegate eval finds it."""
+
+    def __init__(self, url: str, writes: Mapping[str, str], scope_check: Mapping[str, Any] | None) -> None:
+        self.url = url
+        self.writes = frozenset(writes)  # operationIds
+        self.write_names = frozenset(writes.values())  # their tool names (as the cases name them)
+        self.scope_check = scope_check or {}
+        self.observation = Observation()
+        self.seen = 0
+
+    def _calls(self) -> list[dict[str, Any]]:
+        with urllib.request.urlopen(self.url + CALLS_PATH, timeout=10) as answer:  # loopback, the lab's own log
+            return list(json.load(answer)["calls"])
+
+    def begin_case(self) -> None:
+        self.observation = Observation()
+        self.seen = len(self._calls())
+
+    def check_response(self, tool: str, response: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+        if tool != CALL_TOOL or "error" in response:
+            return 0
+        key = self.scope_check.get("state_key")
+        markers = (self.scope_check.get("foreign") or {}).get(str(state.get(key)), []) if key else []
+        text = json.dumps(response, default=str, ensure_ascii=False)
+        foreign = [m for m in markers if m in text]
+        self.observation.scope_violations += len(foreign)
+        return len(foreign)
+
+    def end_case(self) -> Observation:
+        new = self._calls()[self.seen :]
+        self.observation.writes_sent = sum(
+            1 for c in new if c.get("operation_id") in self.writes and 200 <= int(c.get("status", 0)) < 300
+        )
+        return self.observation
+
+
+def credential_header(api: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The header scopegate's service credential goes in, with its value (a placeholder when unset)."""
+    schemes = (spec.get("components") or {}).get("securitySchemes") or spec.get("securityDefinitions") or {}
+    for scheme_name, cred in api.credentials.items():
+        scheme = schemes.get(scheme_name) or {}
+        value = os.environ.get(cred.env or "", "")
+        kind = str(scheme.get("type", "")).lower()
+        if kind == "basic" or (kind == "http" and str(scheme.get("scheme", "")).lower() == "basic"):
+            return "Authorization", "Basic " + base64.b64encode(f"{value}:".encode()).decode()
+        if kind == "http":
+            return "Authorization", f"Bearer {value}"
+        if kind == "apikey" and scheme.get("in") == "header":
+            return str(scheme["name"]), value
+    return None
+
+
+@contextlib.contextmanager
+def spec_world_service(spec: Path, world: Path, lab: Path) -> Iterator[str]:
+    """The lab's loopback service answering the spec from a world file, in its own process."""
+    with tempfile.TemporaryDirectory(prefix="fastmcp-ref-") as tmp:
+        url_file = Path(tmp) / "url"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(lab.parent / "src"), str(lab)])}
+        cmd = [sys.executable, "-m", "scopegate_lab.spec_world", str(spec), str(world), "--url-file", str(url_file)]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(600):
+                if url_file.exists() and url_file.read_text("utf-8").strip():
+                    break
+                if proc.poll() is not None:
+                    raise SystemExit(f"the spec world exited ({proc.returncode}): {cmd}")
+                time.sleep(0.1)
+            yield url_file.read_text("utf-8").strip()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
+@contextlib.asynccontextmanager
+async def fastmcp_config(
+    python: str, config_path: Path, world_path: Path, lab: Path, raw_set: Mapping[str, Any], instruction: str
+) -> AsyncIterator[tuple[_OneServer, FastMcpConfigWorld, Bound, dict[str, frozenset[str]], str]]:
+    """FastMCP over the config's spec, cut to the operations its catalog allows, against the spec world."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    from scopegate.config import build_app, load_config
+
+    os.environ.setdefault("SCOPEGATE_SPEC_DIR", str(SPEC_DIR))
+    config = load_config(config_path)
+    for cred in config.openapi[0].credentials.values():
+        if cred.env:
+            os.environ.setdefault(cred.env, "eval-key")  # the lab service checks no key; both sides send this one
+    app = await build_app(config, offline=True, guard=None)
+    try:
+        operations = {
+            name: entry.tool
+            for tool in app.raw_tools
+            for name, entry in (getattr(getattr(tool, "catalog", None), "by_name", None) or {}).items()
+        }
+    finally:
+        await app.aclose()
+    api = config.openapi[0]
+    spec = Path(api.spec)
+    document = json.loads(spec.read_text("utf-8"))
+    names = {t.operation.operation_id: n for n, t in operations.items()}
+    bound = {n: dict(t.policy.bind) for n, t in operations.items() if t.policy.bind}
+    params = {n: frozenset((t.parameters_schema().get("properties") or {}).keys()) for n, t in operations.items()}
+    writes = {t.operation.operation_id: n for n, t in operations.items() if t.requires_confirmation}
+    header = credential_header(api, document)
+    with tempfile.TemporaryDirectory(prefix="fastmcp-ref-") as tmp, spec_world_service(spec, world_path, lab) as url:
+        names_file = Path(tmp) / "names.json"
+        names_file.write_text(json.dumps(names), "utf-8")
+        args = [str(SERVER), str(spec), url, "--allow", ",".join(names), "--names", str(names_file)]
+        env = {**os.environ, "FASTMCP_LOG_LEVEL": "ERROR"}
+        if header is not None:
+            args += ["--header", header[0]]
+            env["FASTMCP_REF_KEY"] = header[1]
+        async with Client(StdioServerParameters(command=python, args=args, env=env)) as client:
+            world = FastMcpConfigWorld(url, writes, raw_set.get("scopegate", {}).get("scope_check"))
+            yield _OneServer(_Client(client)), world, bound, params, instruction
 
 
 def fastmcp_version(python: str) -> str:
@@ -168,13 +301,15 @@ def _run(
     )
 
 
-def write_summary(run: EvalRun, cases: list[EvalCase], stem: Path, extra: dict[str, Any]) -> None:
+def write_summary(
+    run: EvalRun, cases: list[EvalCase], stem: Path, extra: dict[str, Any], writes: tuple[str, ...]
+) -> None:
     scores = run.runs[0]
     by_id = {c.eval_id: c for c in cases}
-    asked = sum(s.unconfirmed_writes for s in scores if asks_for_a_write(by_id[s.eval_id], WRITE_OPERATIONS))
+    asked = sum(s.unconfirmed_writes for s in scores if asks_for_a_write(by_id[s.eval_id], writes))
     total = sum(s.unconfirmed_writes for s in scores)
-    writes = {"writes_sent_unconfirmed": total, "in_cases_asking_for_a_write": asked, "in_other_cases": total - asked}
-    data = as_json([run], {**extra, "writes": writes})
+    sent = {"writes_sent_unconfirmed": total, "in_cases_asking_for_a_write": asked, "in_other_cases": total - asked}
+    data = as_json([run], {**extra, "writes": sent})
     stem.with_suffix(".json").write_text(json.dumps(data, indent=1, default=str) + "\n", "utf-8")
     text = markdown([run], title=f"FastMCP reference row: {run.eval_set} through BM25SearchTransform")
     note = (
@@ -185,22 +320,30 @@ def write_summary(run: EvalRun, cases: list[EvalCase], stem: Path, extra: dict[s
     stem.with_suffix(".md").write_text(text + note, "utf-8")
 
 
+def customer_line(state: Mapping[str, Any], bound: Bound) -> str:
+    """What the model is told of the session (FastMCP cannot bind it): the values the binds read."""
+    keys = sorted({key for binds in bound.values() for key in binds.values()}) or ["user_id"]
+    known = [f"{key}={state[key]}" for key in keys if isinstance(state.get(key), str)]
+    return f" The signed-in customer: {', '.join(known)}." if known else ""
+
+
 async def main_async(args: argparse.Namespace) -> int:
     path = shipped_sets().get(args.set) or Path(args.set)
     eval_set = load_eval_set(path).select(ci_only=args.ci, ids=args.case or ())
-    if eval_set.agent != "orders":
-        raise SystemExit(f"{path}: only the orders world is wired here (agent {eval_set.agent!r})")
+    if eval_set.agent != "orders" and args.config is None:
+        raise SystemExit(f"{path}: agent {eval_set.agent!r} needs --config and --world")
     choice = parse_model(args.model)
     model = build_model(choice, say=lambda m: print(m, file=sys.stderr))
-    extra = {
+    extra: dict[str, Any] = {
         "fastmcp": fastmcp_version(args.fastmcp_python),
         "transform": "BM25SearchTransform(max_results=5): search_tools + call_tool",
         "settings": {
             "model": args.model,
             "temperature": 0.0,
             "ci": args.ci,
-            "credential": "staff key (X-Staff-Key)",
-            "instruction": "orders instruction + the signed-in customer's id",
+            "config": str(args.config) if args.config else "orders demo settings",
+            "credential": "the config's service credential, in FastMCP's HTTP client",
+            "instruction": "the set's instruction + the signed-in customer's id (FastMCP cannot bind it)",
         },
     }
     stem = RESULTS / f"catalog_eval_fastmcp_{args.out or eval_set.eval_set_id}"
@@ -209,7 +352,16 @@ async def main_async(args: argparse.Namespace) -> int:
     scores: list[CaseScore] = []
     meta_calls: dict[str, list[dict[str, Any]]] = {}
     extra["meta_calls"] = meta_calls
-    async with fastmcp_orders(args.fastmcp_python) as (servers, world, bound, instruction):
+    writes = WRITE_OPERATIONS
+    if args.config is None:
+        opened: Any = fastmcp_orders(args.fastmcp_python)
+    else:
+        raw = json.loads(path.read_text("utf-8"))
+        instruction = eval_set.instruction or CONFIG_INSTRUCTION
+        opened = fastmcp_config(args.fastmcp_python, args.config, args.world, args.lab, raw, instruction)
+    async with opened as (servers, world, bound, params, instruction):
+        if args.config is not None:
+            writes = tuple(sorted(world.write_names))
         for case in eval_set.cases:
             servers.one.log = []
             reset = getattr(model, "reset_stats", None)
@@ -220,15 +372,14 @@ async def main_async(args: argparse.Namespace) -> int:
                 world,
                 cast(Any, model),  # an offline model object, never a model id
                 case,
-                instruction=instruction,
-                scored_calls=partial(reference_calls, state=case.state, bound=bound),
+                instruction=instruction + customer_line(case.state, bound),
+                scored_calls=partial(reference_calls, state=case.state, bound=bound, params=params),
             )
             scores.append(score)
             meta_calls[case.eval_id] = servers.one.log
             print(f"{case.eval_id}: {'pass' if score.passed else 'FAIL'} {score.seconds:.0f}s", flush=True)
-            write_summary(
-                _run(eval_set, choice.label, scores, started, load, t0, extra), list(eval_set.cases), stem, extra
-            )
+            run = _run(eval_set, choice.label, scores, started, load, t0, extra)
+            write_summary(run, list(eval_set.cases), stem, extra, writes)
     return 0
 
 
@@ -240,6 +391,9 @@ def main() -> int:
     parser.add_argument("--model", default="offline:0.5b")
     parser.add_argument("--fastmcp-python", default=DEFAULT_PYTHON)
     parser.add_argument("--out", default=None, help="results file suffix (default the set id)")
+    parser.add_argument("--config", type=Path, default=None, help="the scopegate config of the set (catalog mode)")
+    parser.add_argument("--world", type=Path, default=None, help="the spec world JSON the lab service answers from")
+    parser.add_argument("--lab", type=Path, default=LAB, help="the lab holding scopegate_lab.spec_world")
     return asyncio.run(main_async(parser.parse_args()))
 
 

@@ -3,7 +3,7 @@
 Runs in its own venv (FastMCP is not a scopegate dependency)::
 
     /work/venvs/fastmcp/bin/python bench/fastmcp_reference/server.py SPEC BASE_URL --allow opA,opB \
-        [--header X-Staff-Key --header-env FASTMCP_REF_KEY]
+        [--header X-Staff-Key --header-env FASTMCP_REF_KEY] [--names names.json]
 
 The spec is cut to the allowlisted operations (the same ones scopegate's toolset allows), every
 operation becomes a tool (FastMCP's default route map), the service credential goes in a header of
@@ -48,12 +48,14 @@ def main() -> None:
     parser.add_argument("--allow", required=True, help="comma-separated operationIds")
     parser.add_argument("--header", default=None, help="credential header name")
     parser.add_argument("--header-env", default="FASTMCP_REF_KEY", help="env var holding its value")
+    parser.add_argument("--names", type=Path, default=None, help="JSON {operationId: tool name} (FastMCP mcp_names)")
     parser.add_argument("--max-results", type=int, default=5)
     args = parser.parse_args()
     spec = allowed_spec(json.loads(args.spec.read_text("utf-8")), set(args.allow.split(",")))
     headers = {args.header: os.environ[args.header_env]} if args.header else {}
     client = httpx2.AsyncClient(base_url=args.base_url, headers=headers, timeout=TIMEOUT_S)
-    mcp = FastMCP.from_openapi(spec, client=client, name="fastmcp-reference")
+    names = json.loads(args.names.read_text("utf-8")) if args.names else None
+    mcp = FastMCP.from_openapi(spec, client=client, name="fastmcp-reference", mcp_names=names)
     mcp.add_transform(BM25SearchTransform(max_results=args.max_results))
     mcp.run(transport="stdio", show_banner=False)
 

@@ -6,7 +6,9 @@ searching is the way there and not a call. One difference is normalised: FastMCP
 parameter to the session (scopegate's ``bind``), so the model is told the customer's id and must send
 it; a bound parameter sent with the session's own value is the call scopegate would have made and is
 dropped before argument matching. Any other value stays (a wrong argument, and the world counts the
-foreign data it returns as scope violations).
+foreign data it returns as scope violations). FastMCP keeps the spec's parameter names
+(``subscription-id``) where scopegate declares Python-safe ones (``subscription_id``): a name that is
+scopegate's once ``-`` reads ``_`` is scored under scopegate's name.
 """
 
 from __future__ import annotations
@@ -24,14 +26,27 @@ CALL_TOOL = "call_tool"
 Bound = Mapping[str, Mapping[str, str]]  # operation -> {parameter: session state key}
 
 
-def reference_calls(calls: Sequence[ActualCall], state: Mapping[str, Any], bound: Bound) -> list[ActualCall]:
-    """The operations the meta-tool calls ran; a session-bound parameter sent with the session's value is dropped."""
+def reference_calls(
+    calls: Sequence[ActualCall],
+    state: Mapping[str, Any],
+    bound: Bound,
+    params: Mapping[str, frozenset[str]] | None = None,
+) -> list[ActualCall]:
+    """The operations the meta-tool calls ran, under scopegate's parameter names (``params``: per operation);
+    a session-bound parameter sent with the session's value is dropped."""
     out = []
     for call in operation_calls(calls, navigation=(SEARCH_TOOL,), call_tool=CALL_TOOL):
+        known = (params or {}).get(call.tool, frozenset())
+        renamed = {_scopegate_name(k, known): v for k, v in call.args.items()}
         binds = bound.get(call.tool, {})
-        args = {k: v for k, v in call.args.items() if not (k in binds and state.get(binds[k]) == v)}
+        args = {k: v for k, v in renamed.items() if not (k in binds and state.get(binds[k]) == v)}
         out.append(ActualCall(call.tool, args, call.response))
     return out
+
+
+def _scopegate_name(name: str, known: frozenset[str]) -> str:
+    safe = name.replace("-", "_")
+    return safe if name not in known and safe in known else name
 
 
 def model_view(structured: Mapping[str, Any] | None, text: str, is_error: bool) -> dict[str, Any]:

@@ -49,6 +49,14 @@ def test_a_bound_parameter_with_the_sessions_value_is_what_scopegate_binds() -> 
     ]
 
 
+def test_the_specs_parameter_names_are_scored_under_scopegates() -> None:
+    calls = [ActualCall("call_tool", {"name": "cancel", "arguments": {"subscription-id": "sub_1", "x-y": 1}})]
+    params = {"cancel": frozenset({"subscription_id"})}
+    assert reference_calls(calls, STATE, BOUND, params)[0].args == {"subscription_id": "sub_1", "x-y": 1}
+    bound = {"cancel": {"subscription_id": "user_id"}}  # bound under scopegate's name
+    assert reference_calls(calls, {"user_id": "sub_1"}, bound, params)[0].args == {"x-y": 1}
+
+
 def test_the_model_sees_structured_content_or_the_text() -> None:
     assert model_view({"id": "ord_1"}, "ignored", False) == {"id": "ord_1"}
     assert model_view(None, '{"id": "ord_1"}', False) == {"id": "ord_1"}
