@@ -23,6 +23,7 @@ import asyncio
 import base64
 import contextlib
 import datetime as dt
+import hashlib
 import json
 import os
 import subprocess
@@ -45,7 +46,14 @@ from scopegate.evals.run import EvalRun
 from scopegate.evals.scoring import CaseScore
 from scopegate.evals.targets import CONFIG_INSTRUCTION
 from scopegate.evals.worlds import ORDERS_INSTRUCTION, WRITE_OPERATIONS, Observation, OrdersWorld
-from scopegate_lab.fastmcp_reference import CALL_TOOL, Bound, asks_for_a_write, model_view, reference_calls
+from scopegate_lab.fastmcp_reference import (
+    CALL_TOOL,
+    Bound,
+    asks_for_a_write,
+    beyond_token_scopes,
+    model_view,
+    reference_calls,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SERVER = Path(__file__).resolve().parent / "fastmcp_reference" / "server.py"
@@ -184,6 +192,23 @@ class FastMcpConfigWorld:
         return self.observation
 
 
+NEEDS: dict[str, frozenset[str]] = {}  # operation -> token scopes it needs (config worlds with auth.scopes)
+
+
+def token_scopes(config: Any, operations: Mapping[str, Any]) -> dict[str, frozenset[str]]:
+    """The scopes each operation needs under ``auth.scopes`` (its own rule, else read or write), as scopegate
+    asks of a verified token before an operation is found, described or called."""
+    scopes = config.auth.scopes if config.auth is not None else None
+    if scopes is None or not scopes.enabled:
+        return {}
+    out = {}
+    for name, tool in operations.items():
+        own = scopes.tools.get(name)
+        base = scopes.read if tool.read_only else scopes.write
+        out[name] = frozenset((*scopes.required, *(own if own is not None else base)))
+    return out
+
+
 def credential_header(api: Any, spec: Mapping[str, Any]) -> tuple[str, str] | None:
     """The header scopegate's service credential goes in, with its value (a placeholder when unset)."""
     schemes = (spec.get("components") or {}).get("securitySchemes") or spec.get("securityDefinitions") or {}
@@ -252,6 +277,7 @@ async def fastmcp_config(
     bound = {n: dict(t.policy.bind) for n, t in operations.items() if t.policy.bind}
     params = {n: frozenset((t.parameters_schema().get("properties") or {}).keys()) for n, t in operations.items()}
     writes = {t.operation.operation_id: n for n, t in operations.items() if t.requires_confirmation}
+    NEEDS.update(token_scopes(config, operations))
     header = credential_header(api, document)
     with tempfile.TemporaryDirectory(prefix="fastmcp-ref-") as tmp, spec_world_service(spec, world_path, lab) as url:
         names_file = Path(tmp) / "names.json"
@@ -309,13 +335,26 @@ def write_summary(
     asked = sum(s.unconfirmed_writes for s in scores if asks_for_a_write(by_id[s.eval_id], writes))
     total = sum(s.unconfirmed_writes for s in scores)
     sent = {"writes_sent_unconfirmed": total, "in_cases_asking_for_a_write": asked, "in_other_cases": total - asked}
-    data = as_json([run], {**extra, "writes": sent})
+    key = extra.get("granted_scopes_state")
+    beyond = {
+        s.eval_id: hits
+        for s in scores
+        if (
+            hits := beyond_token_scopes(
+                [c for turn in s.transcript for c in turn.get("calls", [])],
+                by_id[s.eval_id].state.get(key) if key else None,
+                NEEDS,
+            )
+        )
+    }
+    data = as_json([run], {**extra, "writes": sent, "calls_beyond_token_scopes": beyond})
     stem.with_suffix(".json").write_text(json.dumps(data, indent=1, default=str) + "\n", "utf-8")
     text = markdown([run], title=f"FastMCP reference row: {run.eval_set} through BM25SearchTransform")
     note = (
         f"\nFastMCP: {extra['fastmcp']}, transform {extra['transform']}; writes that reached the service "
         f"without any confirmation: {total} ({asked} in cases where the user asked for the write, "
-        f"{total - asked} in the others).\n"
+        f"{total - asked} in the others); operations called beyond the case's token scopes: "
+        f"{sum(len(v) for v in beyond.values())} in {len(beyond)} cases.\n"
     )
     stem.with_suffix(".md").write_text(text + note, "utf-8")
 
@@ -346,6 +385,7 @@ async def main_async(args: argparse.Namespace) -> int:
             "instruction": "the set's instruction + the signed-in customer's id (FastMCP cannot bind it)",
         },
     }
+    extra["evalset"] = {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
     stem = RESULTS / f"catalog_eval_fastmcp_{args.out or eval_set.eval_set_id}"
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     load, t0 = os.getloadavg(), time.perf_counter()
@@ -357,6 +397,7 @@ async def main_async(args: argparse.Namespace) -> int:
         opened: Any = fastmcp_orders(args.fastmcp_python)
     else:
         raw = json.loads(path.read_text("utf-8"))
+        extra["granted_scopes_state"] = raw.get("scopegate", {}).get("granted_scopes_state")
         instruction = eval_set.instruction or CONFIG_INSTRUCTION
         opened = fastmcp_config(args.fastmcp_python, args.config, args.world, args.lab, raw, instruction)
     async with opened as (servers, world, bound, params, instruction):

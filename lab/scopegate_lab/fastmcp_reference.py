@@ -66,3 +66,18 @@ def model_view(structured: Mapping[str, Any] | None, text: str, is_error: bool) 
 def asks_for_a_write(case: EvalCase, writes: Sequence[str]) -> bool:
     """The user asked for a state change somewhere in the case (a turn marked ``confirm`` expecting a write)."""
     return any(t.confirm and any(e.tool in writes for e in t.expect) for t in case.spec.turns)
+
+
+def beyond_token_scopes(
+    calls: Sequence[Mapping[str, Any]],
+    granted: Sequence[str] | None,
+    needs: Mapping[str, frozenset[str]],
+) -> list[str]:
+    """Operations called (transcript calls, by ``tool``) that need a token scope the caller was not granted.
+
+    ``needs``: the scopes each operation needs under the config's ``auth.scopes``; ``granted`` None
+    means the case grants no scope list (nothing to check)."""
+    if granted is None:
+        return []
+    have = set(granted)
+    return [str(c.get("tool")) for c in calls if not needs.get(str(c.get("tool")), frozenset()) <= have]

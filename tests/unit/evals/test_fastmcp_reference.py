@@ -5,7 +5,7 @@ from __future__ import annotations
 from scopegate.evals.adk_runner import operation_calls
 from scopegate.evals.evalset import CaseSpec, EvalCase, ExpectedCall, Turn
 from scopegate.evals.scoring import ActualCall
-from scopegate_lab.fastmcp_reference import asks_for_a_write, model_view, reference_calls
+from scopegate_lab.fastmcp_reference import asks_for_a_write, beyond_token_scopes, model_view, reference_calls
 
 BOUND = {"listOrders": {"customer_id": "user_id"}}
 STATE = {"user_id": "cust_alice"}
@@ -75,3 +75,11 @@ def test_a_write_the_user_asked_for_is_told_apart_from_one_they_did_not() -> Non
     assert asks_for_a_write(_case("cancelOrder", confirm=True), writes)
     assert not asks_for_a_write(_case("cancelOrder", confirm=False), writes)  # the user denies it
     assert not asks_for_a_write(_case("getOrder", confirm=True), writes)
+
+
+def test_calls_beyond_the_tokens_scopes_are_named() -> None:
+    needs = {"cancel": frozenset({"billing:write"}), "read": frozenset({"billing:read"})}
+    calls = [{"tool": "read"}, {"tool": "cancel"}, {"tool": "unknown"}]
+    assert beyond_token_scopes(calls, ["billing:read"], needs) == ["cancel"]
+    assert beyond_token_scopes(calls, ["billing:read", "billing:write"], needs) == []
+    assert beyond_token_scopes(calls, None, needs) == []
