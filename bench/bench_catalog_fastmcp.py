@@ -282,7 +282,7 @@ async def fastmcp_config(
     with tempfile.TemporaryDirectory(prefix="fastmcp-ref-") as tmp, spec_world_service(spec, world_path, lab) as url:
         names_file = Path(tmp) / "names.json"
         names_file.write_text(json.dumps(names), "utf-8")
-        args = [str(SERVER), str(spec), url, "--allow", ",".join(names), "--names", str(names_file)]
+        args = [str(SERVER), str(spec), url, "--names", str(names_file)]
         env = {**os.environ, "FASTMCP_LOG_LEVEL": "ERROR"}
         if header is not None:
             args += ["--header", header[0]]

@@ -6,7 +6,8 @@ No model: each probe is one call a model could make (another customer's order, a
 customer, a write nobody confirmed, a write to another customer's order, an operation outside the
 allowlist), sent to FastMCP (``BM25SearchTransform``'s ``call_tool``, the server of
 bench_catalog_fastmcp.py, its own venv) and to scopegate's catalog (``call_operation``, in process, the
-orders demo's settings, a confirmation given only where the probe says), both over the same orders service on 127.0.0.1 with
+orders demo's settings, a confirmation given only where the probe says), both over the same orders
+service on 127.0.0.1 with
 the same staff credential, the signed-in customer being cust_alice. Observed outside the model: the
 other customers' data in the answer (the eval's own check), the writes that reached the service (its
 hit counters), and the size of the answer. Writes bench/results/catalog_fastmcp_guarantees.{json,md}.

@@ -64,7 +64,7 @@ async def one_spec(label: str, spec: Path, tokenizer: Any, python: str, queries:
         with tempfile.TemporaryDirectory(prefix="fastmcp-size-") as tmp:
             names_file = Path(tmp) / "names.json"
             names_file.write_text(json.dumps(names), "utf-8")
-            args = [str(SERVER), str(spec), LOOPBACK, "--allow", ",".join(names), "--names", str(names_file)]
+            args = [str(SERVER), str(spec), LOOPBACK, "--names", str(names_file)]
             params = StdioServerParameters(command=python, args=args, env={**os.environ, "FASTMCP_LOG_LEVEL": "ERROR"})
             async with Client(params) as client:
                 listed = await client.list_tools()

@@ -2,8 +2,8 @@
 
 Runs in its own venv (FastMCP is not a scopegate dependency)::
 
-    /work/venvs/fastmcp/bin/python bench/fastmcp_reference/server.py SPEC BASE_URL --allow opA,opB \
-        [--header X-Staff-Key --header-env FASTMCP_REF_KEY] [--names names.json]
+    /work/venvs/fastmcp/bin/python bench/fastmcp_reference/server.py SPEC BASE_URL (--allow opA,opB | --names
+        names.json) [--header X-Staff-Key --header-env FASTMCP_REF_KEY]
 
 The spec is cut to the allowlisted operations (the same ones scopegate's toolset allows), every
 operation becomes a tool (FastMCP's default route map), the service credential goes in a header of
@@ -45,16 +45,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("spec", type=Path)
     parser.add_argument("base_url")
-    parser.add_argument("--allow", required=True, help="comma-separated operationIds")
+    parser.add_argument("--allow", default=None, help="comma-separated operationIds (default: the --names keys)")
     parser.add_argument("--header", default=None, help="credential header name")
     parser.add_argument("--header-env", default="FASTMCP_REF_KEY", help="env var holding its value")
     parser.add_argument("--names", type=Path, default=None, help="JSON {operationId: tool name} (FastMCP mcp_names)")
     parser.add_argument("--max-results", type=int, default=5)
     args = parser.parse_args()
-    spec = allowed_spec(json.loads(args.spec.read_text("utf-8")), set(args.allow.split(",")))
+    names = json.loads(args.names.read_text("utf-8")) if args.names else None
+    if args.allow is None and names is None:
+        raise SystemExit("give --allow or --names")
+    allow = set(args.allow.split(",")) if args.allow is not None else set(names or {})  # ids may hold commas
+    spec = allowed_spec(json.loads(args.spec.read_text("utf-8")), allow)
     headers = {args.header: os.environ[args.header_env]} if args.header else {}
     client = httpx2.AsyncClient(base_url=args.base_url, headers=headers, timeout=TIMEOUT_S)
-    names = json.loads(args.names.read_text("utf-8")) if args.names else None
     mcp = FastMCP.from_openapi(spec, client=client, name="fastmcp-reference", mcp_names=names)
     mcp.add_transform(BM25SearchTransform(max_results=args.max_results))
     mcp.run(transport="stdio", show_banner=False)
