@@ -22,6 +22,7 @@ import random
 import statistics
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from scopegate.openapi.runtime.catalog import OperationCatalog
 RESULTS_SHOWN = 5  # FastMCP's default max_results; scopegate's find is cut to the same
 
 
-def _dist(values: list[int]) -> dict[str, float]:
+def _dist(values: Sequence[int]) -> dict[str, float]:
     ordered = sorted(values)
     return {
         "median": statistics.median(ordered),
@@ -72,21 +73,18 @@ async def one_spec(label: str, spec: Path, tokenizer: Any, python: str, queries:
                     [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in listed.tools]
                 )
                 ours = compact([catalog_decl(t) for t in catalog.tools])
-                fm_chars, fm_tokens, sg_chars, sg_tokens = [], [], [], []
-                fm_hits = sg_hits = 0
+                fm: list[tuple[int, int, bool]] = []  # (chars, tokens, the operation among the hits) per query
+                sg: list[tuple[int, int, bool]] = []
                 for entry in sample:
                     query = entry.summary or entry.tool.name
                     result = await client.call_tool("search_tools", {"query": query})
                     found = (result.structured_content or {}).get("result") or []
-                    text = compact(found)
-                    fm_chars.append(len(text))
-                    fm_tokens.append(len(tokenizer.encode(text).ids))
-                    fm_hits += entry.tool.name in [f.get("name") for f in found]
+                    fm.append(_sized(found, [f.get("name") for f in found], entry.tool.name, tokenizer))
                     mine = (await catalog.find.run({"query": query}, ctx)).result
-                    text = compact(mine)
-                    sg_chars.append(len(text))
-                    sg_tokens.append(len(tokenizer.encode(text).ids))
-                    sg_hits += entry.tool.name in [o["name"] for o in mine["operations"]]
+                    sg.append(_sized(mine, [o["name"] for o in mine["operations"]], entry.tool.name, tokenizer))
+                fm_chars, fm_tokens, fm_found = zip(*fm, strict=True)
+                sg_chars, sg_tokens, sg_found = zip(*sg, strict=True)
+                fm_hits, sg_hits = sum(fm_found), sum(sg_found)
         return {
             "spec": label,
             "file": spec.name,
@@ -105,6 +103,11 @@ async def one_spec(label: str, spec: Path, tokenizer: Any, python: str, queries:
         }
     finally:
         await toolset.aclose()
+
+
+def _sized(result: Any, names: list[Any], wanted: str, tokenizer: Any) -> tuple[int, int, bool]:
+    text = compact(result)
+    return len(text), len(tokenizer.encode(text).ids), wanted in names
 
 
 def catalog_decl(tool: Any) -> dict[str, Any]:
