@@ -118,7 +118,8 @@ def markdown(data: dict[str, Any]) -> str:
     lines = [
         "# FastMCP tool search vs scopegate's catalog: what one search hands the model",
         "",
-        f"Measured {data['when']} on {data['machine']}. Produced by `bench/bench_fastmcp_search_size.py`. "
+        f"Measured {data['when']} on {data['machine']['cpu']} ({data['machine']['cpus']} CPUs, shared). "
+        "Produced by `bench/bench_fastmcp_search_size.py`. "
         f"{data['fastmcp']}, `BM25SearchTransform(max_results={RESULTS_SHOWN})` with its default JSON result "
         "serializer; scopegate's `find_operations` cut to the same 5 results. Tokens: the offline eval model's "
         "tokenizer (Qwen2.5, bench/_gguf_tokenizer.py). Queries: a sample of operations' own summaries (seed 7).",
