@@ -217,7 +217,9 @@ def credential_header(api: Any, spec: Mapping[str, Any]) -> tuple[str, str] | No
         value = os.environ.get(cred.env or "", "")
         kind = str(scheme.get("type", "")).lower()
         if kind == "basic" or (kind == "http" and str(scheme.get("scheme", "")).lower() == "basic"):
-            return "Authorization", "Basic " + base64.b64encode(f"{value}:".encode()).decode()
+            user = os.environ.get(cred.username_env or "", "") or value
+            password = os.environ.get(cred.password_env or "", "")
+            return "Authorization", "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
         if kind == "http":
             return "Authorization", f"Bearer {value}"
         if kind == "apikey" and scheme.get("in") == "header":
@@ -259,8 +261,9 @@ async def fastmcp_config(
     os.environ.setdefault("SCOPEGATE_SPEC_DIR", str(SPEC_DIR))
     config = load_config(config_path)
     for cred in config.openapi[0].credentials.values():
-        if cred.env:
-            os.environ.setdefault(cred.env, "eval-key")  # the lab service checks no key; both sides send this one
+        for name in (cred.env, cred.username_env, cred.password_env):
+            if name:
+                os.environ.setdefault(name, "eval-key")  # the lab service checks no key; both sides send this one
     app = await build_app(config, offline=True, guard=None)
     try:
         operations = {
