@@ -87,14 +87,17 @@ def collect(events: Sequence[Event]) -> _Collected:
     return _Collected(operation_calls(actual), reply, len(confirmation_requests(list(events))))
 
 
-def operation_calls(calls: Sequence[ActualCall]) -> list[ActualCall]:
+def operation_calls(
+    calls: Sequence[ActualCall], *, navigation: Sequence[str] = CATALOG_NAVIGATION, call_tool: str = CATALOG_CALL
+) -> list[ActualCall]:
     """Catalog mode scored as the operations called: ``call_operation(name, arguments)`` is ``name(arguments)``;
-    finding and describing (no effect on anything) are the way there, not calls."""
+    finding and describing (no effect on anything) are the way there, not calls. Other meta-tools of the same
+    shape (a peer's ``search_tools`` / ``call_tool``) are scored the same way by naming them."""
     out: list[ActualCall] = []
     for call in calls:
-        if call.tool in CATALOG_NAVIGATION:
+        if call.tool in navigation:
             continue
-        if call.tool == CATALOG_CALL:
+        if call.tool == call_tool:
             arguments = call.args.get("arguments")
             name = call.args.get("name")
             args = dict(arguments) if isinstance(arguments, Mapping) else {}

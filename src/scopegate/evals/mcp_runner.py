@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -126,8 +126,13 @@ async def run_case_mcp(
     *,
     instruction: str = SUPPORT_INSTRUCTION,
     keys: ScopeKeys | None = None,
+    scored_calls: Callable[[Sequence[ActualCall]], list[ActualCall]] | None = None,
 ) -> CaseScore:
-    from scopegate.evals.adk_runner import score_case
+    """One case over MCP; ``scored_calls`` maps the calls made to the calls scored (default: catalog
+    meta-tool calls scored as the operations they call, as over ADK)."""
+    from scopegate.evals.adk_runner import operation_calls, score_case
+
+    scored = scored_calls or operation_calls
 
     started = time.perf_counter()
     identity = stdio_identity_env(case.state, keys or ScopeKeys())
@@ -177,7 +182,7 @@ async def run_case_mcp(
                     calls.append(ActualCall(name, args, result))
                     parts.append(types.Part(function_response=types.FunctionResponse(name=name, response=dict(result))))
                 contents.append(types.Content(role="user", parts=parts))
-            records.append(TurnRecord(tuple(calls), reply))
+            records.append(TurnRecord(tuple(scored(calls)), reply))
     except Exception as exc:  # an eval run must finish and report
         error = f"{type(exc).__name__}: {exc}"
     # A write needs the user's confirmation, which this loop never gives: any write that got through is unconfirmed.
