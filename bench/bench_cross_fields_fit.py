@@ -133,14 +133,15 @@ async def agreement(url: str, test: Collection, every: list[tuple[str, str]]) ->
 
 
 async def relevance(
-    url: str, test: Collection, train: Collection, analyzers: list[str]
+    url: str, test: Collection, train: Collection, analyzers: list[str], rules: list[str]
 ) -> list[dict[str, Any]]:  # fmt: skip
     rows = []
     for analyzer in analyzers:
         index, _ = await create_index(url, test, analyzer)
         try:
             async with httpx.AsyncClient(base_url=url, timeout=300) as http:
-                for rule, turn in RULES.items():
+                for rule in rules:
+                    turn = RULES[rule]
                     for tie in TIE_BREAKERS:
                         for w in WEIGHTS:
                             row: dict[str, Any] = {"analyzer": analyzer, "rule": rule, "tie_breaker": tie, "w": w}
@@ -189,6 +190,7 @@ def markdown(data: dict[str, Any]) -> str:
                                    for w in WEIGHTS if w in found)  # fmt: skip
                 lines.append(f"| {rule} | {tie:g} | {mean:.3f} | {cells} |")
         lines.append("")
+    lines.append(data.get("choice", ""))
     return "\n".join(lines)
 
 
@@ -203,7 +205,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     if args.elasticsearch_url:
         data["agreement"] = await agreement(args.elasticsearch_url, test, every)
     if args.opensearch_url:
-        data["relevance"] = await relevance(args.opensearch_url, test, train, args.analyzers.split(","))
+        rules = args.rules.split(",") if args.rules else list(RULES)
+        data["relevance"] = await relevance(args.opensearch_url, test, train, args.analyzers.split(","), rules)
     return data
 
 
@@ -213,6 +216,7 @@ def main() -> int:
     parser.add_argument("--elasticsearch-url", default=os.environ.get("SCOPEGATE_ELASTICSEARCH_URL"))
     parser.add_argument("--collection", type=Path)
     parser.add_argument("--analyzers", default="standard,english")
+    parser.add_argument("--rules", help="Comma-separated rules for the nDCG part (default: all)")
     parser.add_argument("--out", default="cross_fields_fit")
     args = parser.parse_args()
     data = asyncio.run(main_async(args))

@@ -10,9 +10,11 @@ analyzers: the engine's default ``standard`` (both engines) and ``english`` (Ope
 minimal test distribution has no analysis-common module). The judged queries then run through the search
 tool on an ``index_mode: existing`` spec (``subject`` -> ``title``, ``body`` -> ``text`` by ``field_paths``),
 with the harness of bench_relevance (:func:`scopegate.relevance.harness.evaluate`, ingest off), for each text
-query: multi_match best_fields (tie_breaker 0 and 0.3), most_fields, cross_fields, and Elasticsearch's
-combined_fields query; title weights 1, 2 and 3. The existing-index default of ``field_combination:
-combined_fields`` per engine (``dsl.EXISTING_COMBINED``) is chosen from these figures.
+query: multi_match best_fields (tie_breaker 0 and 0.3), most_fields, cross_fields with the raw weight or its
+cube root (``cbrt``, how dsl reads a BM25F weight for cross_fields), tie_breaker 0 or 0.1, and Elasticsearch's
+combined_fields query; title weights 1 to 5. The existing-index default of ``field_combination:
+combined_fields`` per engine (``dsl.EXISTING_COMBINED``, ``dsl.CROSS_FIELDS_POWER`` and
+``dsl.CROSS_FIELDS_TIE_BREAKER``) is chosen from these figures and bench_cross_fields_fit's.
 
 Writes bench/results/existing_relevance.json and .md. Metrics are deterministic; nothing is asserted.
 """
