@@ -10,9 +10,11 @@ analyzers: the engine's default ``standard`` (both engines) and ``english`` (Ope
 minimal test distribution has no analysis-common module). The judged queries then run through the search
 tool on an ``index_mode: existing`` spec (``subject`` -> ``title``, ``body`` -> ``text`` by ``field_paths``),
 with the harness of bench_relevance (:func:`scopegate.relevance.harness.evaluate`, ingest off), for each text
-query: multi_match best_fields (tie_breaker 0 and 0.3), most_fields, cross_fields, and Elasticsearch's
-combined_fields query; title weights 1, 2 and 3. The existing-index default of ``field_combination:
-combined_fields`` per engine (``dsl.EXISTING_COMBINED``) is chosen from these figures.
+query: multi_match best_fields (tie_breaker 0 and 0.3), most_fields, cross_fields with the raw weight or its
+cube root (``cbrt``, how dsl reads a BM25F weight for cross_fields), tie_breaker 0 or 0.1, and Elasticsearch's
+combined_fields query; title weights 1 to 5. The existing-index default of ``field_combination:
+combined_fields`` per engine (``dsl.EXISTING_COMBINED``, ``dsl.CROSS_FIELDS_POWER`` and
+``dsl.CROSS_FIELDS_TIE_BREAKER``) is chosen from these figures and bench_cross_fields_fit's.
 
 Writes bench/results/existing_relevance.json and .md. Metrics are deterministic; nothing is asserted.
 """
@@ -41,17 +43,25 @@ from scopegate.relevance.collection import Collection, load_collection
 from scopegate.relevance.harness import EVAL_TENANT, evaluate, relevance_spec
 from scopegate.search.spec import TextField
 
-# name -> (field_combination, tie_breaker, the query EXISTING_COMBINED stands for, or None)
-QUERIES: dict[str, tuple[str, float, str | None]] = {
+# name -> (field_combination, tie_breaker, what dsl's existing-index default of combined_fields stands for:
+# (the engine's query, cross_fields weight power, cross_fields tie_breaker), or None)
+Standin = tuple[str, float, float]
+QUERIES: dict[str, tuple[str, float, Standin | None]] = {
     "best_fields": ("best_fields", 0.0, None),
     "best_fields_tb0.3": ("best_fields", 0.3, None),
     "most_fields": ("most_fields", 0.0, None),
-    "cross_fields": ("combined_fields", 0.0, "cross_fields"),
-    "cross_fields_tb0.3": ("combined_fields", 0.3, "cross_fields"),
-    "cross_fields_tb1": ("combined_fields", 1.0, "cross_fields"),
-    "combined_fields": ("combined_fields", 0.0, "combined_fields"),
+    "cross_fields": ("combined_fields", 0.0, ("cross_fields", 1.0, 0.0)),
+    "cross_fields_tb0.1": ("combined_fields", 0.0, ("cross_fields", 1.0, 0.1)),
+    "cross_fields_cbrt": ("combined_fields", 0.0, ("cross_fields", 1 / 3, 0.0)),
+    "cross_fields_cbrt_tb0.1": ("combined_fields", 0.0, ("cross_fields", 1 / 3, 0.1)),
+    "combined_fields": ("combined_fields", 0.0, ("combined_fields", 1.0, 0.0)),
 }
-TITLE_WEIGHTS = (1.0, 2.0, 3.0)
+ENGINE_QUERIES = {
+    "opensearch": [q for q in QUERIES if q != "combined_fields"],  # OpenSearch has no combined_fields query
+    "elasticsearch": ["best_fields", "best_fields_tb0.3", "most_fields", "cross_fields", "cross_fields_cbrt_tb0.1",
+                      "combined_fields"],
+}  # fmt: skip
+TITLE_WEIGHTS = (1.0, 2.0, 3.0, 4.0, 5.0)
 
 
 async def create_index(url: str, collection: Collection, analyzer: str) -> tuple[str, str]:
@@ -100,20 +110,24 @@ def make_backend(engine: str, url: str, **spec: Any) -> EngineBackend[Any]:
 
 
 async def measure_engine(
-    engine: str, url: str, collection: Collection, analyzers: list[str], only: set[str] | None = None
+    engine: str,
+    url: str,
+    collection: Collection,
+    analyzers: list[str],
+    only: set[str] | None = None,
+    weights: tuple[float, ...] = TITLE_WEIGHTS,
 ) -> list[dict[str, Any]]:
     rows = []
+    default = (dsl.EXISTING_COMBINED[engine], dsl.CROSS_FIELDS_POWER, dsl.CROSS_FIELDS_TIE_BREAKER)
     for analyzer in analyzers:
         index, alias = await create_index(url, collection, analyzer)
         try:
             for name, (combination, tie, stands_for) in QUERIES.items():
-                if stands_for == "combined_fields" and engine != "elasticsearch":
-                    continue  # OpenSearch has no combined_fields query
-                if only is not None and name not in only:
+                if name not in ENGINE_QUERIES[engine] or (only is not None and name not in only):
                     continue
-                for weight in TITLE_WEIGHTS:
-                    if stands_for is not None:
-                        dsl.EXISTING_COMBINED[engine] = stands_for  # the bench picks what the default stands for
+                for weight in weights:
+                    if stands_for is not None:  # the bench picks what the default stands for
+                        dsl.EXISTING_COMBINED[engine], dsl.CROSS_FIELDS_POWER, dsl.CROSS_FIELDS_TIE_BREAKER = stands_for
                     backend = make_backend(
                         engine, url, index=alias, index_mode="existing", date_field=None, field_combination=combination,
                         tie_breaker=tie, text_fields=(TextField("subject", weight), TextField("body")),
@@ -128,6 +142,7 @@ async def measure_engine(
                     rows.append(row)
                     print(f"  {engine} {analyzer} {name} title^{weight:g}: nDCG@10 {row['nDCG@10']}", file=sys.stderr)
         finally:
+            dsl.EXISTING_COMBINED[engine], dsl.CROSS_FIELDS_POWER, dsl.CROSS_FIELDS_TIE_BREAKER = default
             async with httpx.AsyncClient(base_url=url, timeout=60) as http:
                 await http.delete(f"/{index}")
     return rows
@@ -148,7 +163,7 @@ def markdown(data: dict[str, Any]) -> str:
             cells = [r for r in rows if r["engine"] == engine and r["analyzer"] == analyzer]
             lines += [f"## {engine}, {analyzer} analyzer", "", "| query | " + " | ".join(
                 f"title^{w:g}" for w in TITLE_WEIGHTS) + " |", "|---|" + "---|" * len(TITLE_WEIGHTS)]  # fmt: skip
-            for name in QUERIES:
+            for name in ENGINE_QUERIES[engine]:
                 found = {r["title_weight"]: r for r in cells if r["query"] == name}
                 if found:
                     lines.append(f"| {name} | " + " | ".join(
@@ -164,11 +179,14 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     data: dict[str, Any] = {"when": machine()["when"], "machine": machine(), "collection": collection.name,
                             "queries": len(collection.qrels), "rows": []}  # fmt: skip
     only = set(args.only.split(",")) if args.only else None
+    weights = tuple(float(w) for w in args.weights.split(",")) if args.weights else TITLE_WEIGHTS
     if args.opensearch_url:
         analyzers = args.analyzers.split(",") if args.analyzers else ["standard", "english"]
-        data["rows"] += await measure_engine("opensearch", args.opensearch_url, collection, analyzers, only)
+        data["rows"] += await measure_engine("opensearch", args.opensearch_url, collection, analyzers, only, weights)
     if args.elasticsearch_url:
-        data["rows"] += await measure_engine("elasticsearch", args.elasticsearch_url, collection, ["standard"], only)
+        data["rows"] += await measure_engine(
+            "elasticsearch", args.elasticsearch_url, collection, ["standard"], only, weights
+        )
     return data
 
 
@@ -179,6 +197,7 @@ def main() -> int:
     parser.add_argument("--collection", type=Path)
     parser.add_argument("--out", default="existing_relevance")
     parser.add_argument("--only", help="Comma-separated query names to measure (default: all)")
+    parser.add_argument("--weights", help="Comma-separated title weights (default: 1,2,3,4,5)")
     parser.add_argument("--analyzers", help="OpenSearch analyzers (default: standard,english)")
     data = asyncio.run(main_async(parser.parse_args()))
     write_results(parser.parse_args().out, data, markdown(data))

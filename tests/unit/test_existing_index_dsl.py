@@ -62,7 +62,7 @@ def test_the_body_uses_engine_paths_and_never_the_catch_all_field() -> None:
     text = json.dumps(body)
     assert COMBINED_FIELD not in text
     must = body["query"]["bool"]["must"][0]["multi_match"]
-    assert must["type"] == "cross_fields" and must["fields"] == ["title^3", "description"]
+    assert must["type"] == "cross_fields" and must["fields"] == ["title^1.44225", "description"]  # 3 ** (1/3)
     assert body["query"]["bool"]["filter"] == [
         {"term": {"org_id": "acme"}},
         {"term": {"meta.component": "ui"}},
@@ -126,6 +126,40 @@ def test_the_snippet_cost_is_an_info_finding_until_term_vectors() -> None:
     assert "postings" in note.message
     assert snippet_findings(spec(), flatten_mapping(with_description(term_vector="with_positions_offsets"))) == []
     assert snippet_findings(spec(snippets="local"), flatten_mapping(MAPPING)) == []  # no highlighter then
+
+
+@pytest.mark.parametrize(
+    ("weight", "sent"),
+    [(1, "title"), (2, "title^1.25992"), (3, "title^1.44225"), (5, "title^1.70998"), (0.5, "title^0.793701")],
+)
+def test_the_opensearch_stand_in_reads_a_weight_as_bm25f_does(weight: float, sent: str) -> None:
+    # BM25F (combined_fields) raises a field's term frequency by its weight before saturation; cross_fields
+    # multiplies the score: the stand-in gets the cube root and a small tie_breaker (bench/results/cross_fields_fit.md).
+    s = spec(text_fields=(f"title^{weight:g}", "description"))
+    clause = dsl.text_query(s, "segfault", resolve(s, flatten_mapping(MAPPING)), engine="opensearch")
+    assert clause == {"multi_match": {"query": "segfault", "type": "cross_fields", "operator": "or",
+                                      "fields": [sent, "description"], "tie_breaker": 0.1}}  # fmt: skip
+    es = dsl.text_query(s, "segfault", resolve(s, flatten_mapping(MAPPING)), engine="elasticsearch")
+    title = "title" if weight == 1 else f"title^{weight:g}"  # Elasticsearch's own BM25F query takes it as given
+    assert es == {"combined_fields": {"query": "segfault", "fields": [title, "description"], "operator": "or"}}
+
+
+def test_a_configured_tie_breaker_wins_over_the_stand_ins() -> None:
+    s = spec(tie_breaker=0.3)
+    clause = dsl.text_query(s, "x", configured_map(s), engine="opensearch")
+    assert clause["multi_match"]["tie_breaker"] == 0.3
+
+
+def test_configured_query_types_keep_their_weights() -> None:
+    # best_fields and most_fields are the engine's own queries: the weight is the engine's boost, as written.
+    for combination in ("best_fields", "most_fields"):
+        clause = dsl.text_query(spec(field_combination=combination), "x", configured_map(spec()), engine="opensearch")
+        assert clause == {"multi_match": {"query": "x", "type": combination, "fields": ["title^3", "description"],
+                                          "operator": "or"}}  # fmt: skip
+    managed = SearchSpec(
+        name="search_t", description="d", text_fields=("subject^3", "body"), field_combination="best_fields"
+    )
+    assert dsl.text_query(managed, "x")["multi_match"]["fields"] == ["subject^3", "body"]
 
 
 def test_best_and_most_fields_stay_multi_match_on_an_existing_index() -> None:

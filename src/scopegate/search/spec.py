@@ -213,8 +213,8 @@ class SpecFields:
     )
     tie_breaker: Annotated[float, Field(ge=0, le=1)] = Field(
         default=0.0,
-        description="best_fields (and cross_fields, an existing OpenSearch index's combined_fields): weight of the "
-        "non-best fields' scores (0-1).",
+        description="best_fields (and cross_fields, an existing OpenSearch index's combined_fields, where 0 means "
+        "0.1): weight of the non-best fields' scores (0-1).",
     )
     retrieval: Retrieval = Field(
         default="keyword",
