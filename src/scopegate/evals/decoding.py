@@ -74,6 +74,10 @@ def grammar_schema(schema: Any, depth: int = 0) -> dict[str, Any]:
     if isinstance(kind, list):
         return {"anyOf": [grammar_schema({**schema, "type": k}, depth + 1) for k in kind]}
     if kind == "object" or "properties" in schema:
+        if "properties" not in schema and schema.get("additionalProperties") is not False:
+            # A free-form object (a catalog's ``call_operation(arguments)``, a peer's ``call_tool``): any
+            # object. Closing it like a declared one would let the model send only ``{}``.
+            return {"type": "object"}
         props = schema.get("properties") or {}
         out = {"type": "object", "properties": {k: grammar_schema(v, depth + 1) for k, v in props.items()}}
         required = [r for r in schema.get("required") or [] if r in props]

@@ -80,6 +80,27 @@ def test_grammar_schema_keeps_what_the_grammar_enforces() -> None:
     }
 
 
+def test_a_free_form_object_argument_admits_any_object() -> None:
+    """call_operation(name, arguments) and a peer's call_tool: the arguments object has no declared properties."""
+    call_operation = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "arguments": {"type": "object", "description": "d"}},
+        "required": ["name"],
+        "additionalProperties": False,
+    }
+    call_tool = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "arguments": {"anyOf": [
+            {"additionalProperties": True, "type": "object"}, {"type": "null"}]}},
+        "required": ["name"],
+    }  # fmt: skip
+    schema = turn_schema([ToolSpec("call_operation", "", call_operation), ToolSpec("call_tool", "", call_tool)])
+    for tool in ("call_operation", "call_tool"):
+        jsonschema.validate({"tool": tool, "arguments": {"name": "getOrder", "arguments": {"orderId": "o1"}}}, schema)
+    closed = {"type": "object", "additionalProperties": False}
+    assert grammar_schema(closed) == {"type": "object", "properties": {}, "additionalProperties": False}
+
+
 def test_lark_grammar_embeds_the_schema_with_compact_whitespace() -> None:
     grammar = lark_grammar({"type": "object"})
     head, _, body = grammar.partition("start: %json ")
