@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import urllib.request
 from pathlib import Path
 
@@ -37,6 +38,90 @@ def spec_dir() -> Path:
     raise SystemExit("no ../shared/data/openapi")
 
 
+def served_cases(spec: str, config: Path, env: dict[str, str]) -> list[str]:
+    """The cases whose every named operation the config serves (a reduced allowlist skips the others);
+    empty when it serves them all (then every case runs)."""
+    import asyncio
+
+    from scopegate.evals.evalset import load_eval_set, tool_references
+    from scopegate.evals.targets import config_tool_names
+
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        served = set(asyncio.run(config_tool_names(config)))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    cases = load_eval_set(SETS / f"{spec}.evalset.json").cases
+    chosen = [c.eval_id for c in cases if all(name in served for _key, name in tool_references(c))]
+    skipped = [c.eval_id for c in cases if c.eval_id not in chosen]
+    if skipped:
+        print(f"skipped (an operation the config does not serve): {', '.join(skipped)}", flush=True)
+    return chosen if skipped else []
+
+
+def interleaved(eval_set: Path, chosen: list[str]) -> list[str]:
+    """The cases in an order that mixes their first tags (read, write, decline, ...), so that any prefix of
+    the run (a run stopped at a deadline) covers every kind."""
+    from scopegate.evals.evalset import load_eval_set
+
+    groups: dict[str, list[str]] = {}
+    for case in load_eval_set(eval_set).cases:
+        if not chosen or case.eval_id in chosen:
+            groups.setdefault((case.spec.tags or ("",))[0], []).append(case.eval_id)
+    order: list[str] = []
+    while any(groups.values()):
+        for ids in groups.values():
+            if ids:
+                order.append(ids.pop(0))
+    return order
+
+
+def forbidden_calls(turn: dict[str, object]) -> tuple[str, ...]:
+    """A turn's forbidden calls, as its problems name them (the JSON keeps the problems)."""
+    problems = turn.get("problems") or []
+    prefix = "forbidden call: "
+    return tuple(str(p)[len(prefix) :] for p in problems if str(p).startswith(prefix))  # type: ignore[attr-defined]
+
+
+def merge(parts: list[Path], eval_set_path: Path, out_json: Path, out_md: Path, planned: int) -> None:
+    """One report (the CLI's own Markdown and JSON) over the chunks run so far."""
+    from dataclasses import replace
+
+    from scopegate.evals.evalset import load_eval_set
+    from scopegate.evals.report import as_json, markdown
+    from scopegate.evals.run import EvalRun
+    from scopegate.evals.scoring import CaseScore, TurnScore
+
+    expects = {c.eval_id: [bool(t.expect) for t in c.spec.turns] for c in load_eval_set(eval_set_path).cases}
+    reports = [json.loads(p.read_text("utf-8"))["sets"][0] for p in parts]
+    scores = []
+    for report in reports:
+        for case in report["runs"][0]:
+            turns = tuple(
+                TurnScore(expects[case["eval_id"]][i], t["right_tool"], t["exact_args"], t["declined"],
+                          t["trajectory"], t["reply_ok"], forbidden_calls(t), tuple(t["problems"]))
+                for i, t in enumerate(case["turns"])
+            )  # fmt: skip
+            fields = {k: case[k] for k in ("eval_id", "kind", "attempted_attack", "scope_violations",
+                                           "unconfirmed_writes", "unwanted_writes", "seconds", "rss_mb",
+                                           "model_calls", "error")}  # fmt: skip
+            score = CaseScore(turns=turns, transcript=tuple(case["transcript"]), tools=tuple(case["tools"]), **fields)
+            scores.append(replace(score))
+    first, last = reports[0], reports[-1]
+    run = EvalRun(
+        eval_set=first["eval_set"], agent=first["agent"], model=first["model"], transport=first["transport"],
+        runs=[scores], seconds=sum(r["seconds"] for r in reports), started=first["started"],
+        loadavg_before=tuple(first["loadavg_before"]), loadavg_after=tuple(last["loadavg_after"]),
+        peak_rss_mb=max(r["peak_rss_mb"] for r in reports),
+        settings={**first["settings"], "chunks": len(reports), "cases_planned": planned},
+    )  # fmt: skip
+    title = f"scopegate eval: {run.eval_set} ({len(scores)} of {planned} cases)"
+    out_md.write_text(markdown([run], title=title), "utf-8")
+    out_json.write_text(json.dumps(as_json([run]), indent=1, default=str) + "\n", "utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("spec", choices=sorted(SPECS))
@@ -44,6 +129,7 @@ def main() -> int:
     parser.add_argument("--model", default="offline:0.5b")
     parser.add_argument("--label", default="", help="suffix of the result files (e.g. 1.5b)")
     parser.add_argument("--case", action="append", default=[], help="only this eval_id (repeatable)")
+    parser.add_argument("--chunk", type=int, default=6, help="cases per `scopegate eval` run (default 6)")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO / "lab"))
@@ -56,15 +142,25 @@ def main() -> int:
     stem = f"catalog_eval_{args.spec}_{args.mode}" + (f"_{args.label}" if args.label else "")
     out_json, out_md = RESULTS / f"{stem}.json", RESULTS / f"{stem}.md"
     env = {**os.environ, URL_ENV[args.spec]: url, "SCOPEGATE_SPEC_DIR": str(specs), **SECRETS}
-    command = [
-        str(Path(sys.executable).with_name("scopegate")), "eval", str(SETS / f"{args.spec}.evalset.json"),
-        "--config", str(SETS / f"{args.spec}.{args.mode}.yaml"), "--model", args.model,
-        "--json", str(out_json), "--markdown", str(out_md),
-    ]  # fmt: skip
-    for case in args.case:
-        command += ["--case", case]
-    print(" ".join(command), flush=True)
-    code = subprocess.call(command, env=env, cwd=REPO)
+    eval_set = SETS / f"{args.spec}.evalset.json"
+    cases = args.case or served_cases(args.spec, SETS / f"{args.spec}.{args.mode}.yaml", env)
+    cases = interleaved(eval_set, cases)
+    parts: list[Path] = []
+    code = 0
+    # Chunks, each a full `scopegate eval` run, merged after each: a run stopped at a deadline keeps what it did.
+    for number, start in enumerate(range(0, len(cases), args.chunk)):
+        part = Path(tempfile.gettempdir()) / f"{stem}.part{number:02d}.json"
+        command = [
+            str(Path(sys.executable).with_name("scopegate")), "eval", str(eval_set),
+            "--config", str(SETS / f"{args.spec}.{args.mode}.yaml"), "--model", args.model, "--json", str(part),
+        ]  # fmt: skip
+        for case in cases[start : start + args.chunk]:
+            command += ["--case", case]
+        print(" ".join(command), flush=True)
+        code = max(code, subprocess.call(command, env=env, cwd=REPO))
+        if part.is_file():
+            parts.append(part)
+            merge(parts, eval_set, out_json, out_md, len(cases))
     with urllib.request.urlopen(url + CALLS_PATH, timeout=10) as response:
         calls = json.load(response)["calls"]
     server.shutdown()
