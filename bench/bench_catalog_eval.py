@@ -28,7 +28,8 @@ SETS = REPO / "bench" / "evalsets" / "catalog"
 RESULTS = REPO / "bench" / "results"
 SPECS = {"chargebee": "chargebee_api_v1_spec.json", "cloudflare": "cloudflare-openapi-2024-06-27.json"}
 URL_ENV = {"chargebee": "CHARGEBEE_URL", "cloudflare": "CLOUDFLARE_URL"}
-SECRETS = {"CHARGEBEE_API_KEY": "eval-key", "CLOUDFLARE_API_TOKEN": "eval-token"}  # the loopback world ignores them
+SECRETS = {"CHARGEBEE_API_KEY": "eval-key", "CHARGEBEE_API_PASSWORD": "unused", "CLOUDFLARE_API_TOKEN": "eval-token",
+           "CLOUDFLARE_EMAIL": "ops@acme.example", "CLOUDFLARE_API_KEY": "eval-key"}  # the loopback world ignores them
 
 
 def spec_dir() -> Path:

@@ -28,7 +28,10 @@ def spec_env(shared: Callable[..., Path], monkeypatch: pytest.MonkeyPatch) -> No
         shared("openapi", name)
     monkeypatch.setenv("SCOPEGATE_SPEC_DIR", str(shared("openapi")))
     monkeypatch.setenv("CHARGEBEE_API_KEY", "unused")
+    monkeypatch.setenv("CHARGEBEE_API_PASSWORD", "unused")
     monkeypatch.setenv("CLOUDFLARE_API_TOKEN", "unused")
+    monkeypatch.setenv("CLOUDFLARE_EMAIL", "unused")
+    monkeypatch.setenv("CLOUDFLARE_API_KEY", "unused")
 
 
 def names(config: str) -> set[str]:
