@@ -108,6 +108,8 @@ def fill(
     if kind == "object" or "properties" in schema:
         if depth > MAX_DEPTH:
             return {}
+        if not schema.get("properties"):  # a free-form object: the record as it is
+            return {k: v for k, v in ctx.items() if not k.startswith("__")}
         out: dict[str, Any] = {}
         required = set(schema.get("required") or ())
         properties = schema.get("properties") or {}
