@@ -28,8 +28,13 @@ SETS = REPO / "bench" / "evalsets" / "catalog"
 RESULTS = REPO / "bench" / "results"
 SPECS = {"chargebee": "chargebee_api_v1_spec.json", "cloudflare": "cloudflare-openapi-2024-06-27.json"}
 URL_ENV = {"chargebee": "CHARGEBEE_URL", "cloudflare": "CLOUDFLARE_URL"}
-SECRETS = {"CHARGEBEE_API_KEY": "eval-key", "CHARGEBEE_API_PASSWORD": "unused", "CLOUDFLARE_API_TOKEN": "eval-token",
-           "CLOUDFLARE_EMAIL": "ops@acme.example", "CLOUDFLARE_API_KEY": "eval-key"}  # the loopback world ignores them
+SECRETS = {
+    "CHARGEBEE_API_KEY": "eval-key",
+    "CHARGEBEE_API_PASSWORD": "unused",
+    "CLOUDFLARE_API_TOKEN": "eval-token",
+    "CLOUDFLARE_EMAIL": "ops@acme.example",
+    "CLOUDFLARE_API_KEY": "eval-key",
+}  # the loopback world ignores them
 
 
 def spec_dir() -> Path:
@@ -131,6 +136,7 @@ def main() -> int:
     parser.add_argument("--label", default="", help="suffix of the result files (e.g. 1.5b)")
     parser.add_argument("--case", action="append", default=[], help="only this eval_id (repeatable)")
     parser.add_argument("--chunk", type=int, default=6, help="cases per `scopegate eval` run (default 6)")
+    parser.add_argument("--resume", action="store_true", help="keep the chunks a stopped run finished; run the rest")
     args = parser.parse_args()
 
     sys.path.insert(0, str(REPO / "lab"))
@@ -147,9 +153,14 @@ def main() -> int:
     cases = args.case or served_cases(args.spec, SETS / f"{args.spec}.{args.mode}.yaml", env)
     cases = interleaved(eval_set, cases)
     parts: list[Path] = []
+    if args.resume:  # the chunks an earlier (stopped) run finished count; only the other cases run
+        parts = sorted(Path(tempfile.gettempdir()).glob(f"{stem}.part*.json"))
+        done = {c["eval_id"] for p in parts for c in json.loads(p.read_text("utf-8"))["sets"][0]["runs"][0]}
+        cases = [c for c in cases if c not in done]
+    planned = len(cases) + sum(len(json.loads(p.read_text("utf-8"))["sets"][0]["runs"][0]) for p in parts)
     code = 0
     # Chunks, each a full `scopegate eval` run, merged after each: a run stopped at a deadline keeps what it did.
-    for number, start in enumerate(range(0, len(cases), args.chunk)):
+    for number, start in enumerate(range(0, len(cases), args.chunk), start=len(parts)):
         part = Path(tempfile.gettempdir()) / f"{stem}.part{number:02d}.json"
         command = [
             str(Path(sys.executable).with_name("scopegate")), "eval", str(eval_set),
@@ -161,7 +172,7 @@ def main() -> int:
         code = max(code, subprocess.call(command, env=env, cwd=REPO))
         if part.is_file():
             parts.append(part)
-            merge(parts, eval_set, out_json, out_md, len(cases))
+            merge(parts, eval_set, out_json, out_md, planned)
     with urllib.request.urlopen(url + CALLS_PATH, timeout=10) as response:
         calls = json.load(response)["calls"]
     server.shutdown()
