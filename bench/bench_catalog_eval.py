@@ -67,6 +67,12 @@ def served_cases(spec: str, config: Path, env: dict[str, str]) -> list[str]:
     return chosen if skipped else []
 
 
+def load_eval_set_ids(spec: str) -> list[str]:
+    from scopegate.evals.evalset import load_eval_set
+
+    return [c.eval_id for c in load_eval_set(SETS / f"{spec}.evalset.json").cases]
+
+
 def interleaved(eval_set: Path, chosen: list[str]) -> list[str]:
     """The cases in an order that mixes their first tags (read, write, decline, ...), so that any prefix of
     the run (a run stopped at a deadline) covers every kind."""
@@ -137,8 +143,15 @@ def main() -> int:
     parser.add_argument("--case", action="append", default=[], help="only this eval_id (repeatable)")
     parser.add_argument("--chunk", type=int, default=6, help="cases per `scopegate eval` run (default 6)")
     parser.add_argument("--resume", action="store_true", help="keep the chunks a stopped run finished; run the rest")
+    parser.add_argument("--merge-only", action="store_true", help="only write the report of the chunks finished so far")
     args = parser.parse_args()
 
+    if args.merge_only:
+        stem = f"catalog_eval_{args.spec}_{args.mode}" + (f"_{args.label}" if args.label else "")
+        parts = sorted(Path(tempfile.gettempdir()).glob(f"{stem}.part*.json"))
+        planned = len(load_eval_set_ids(args.spec))
+        merge(parts, SETS / f"{args.spec}.evalset.json", RESULTS / f"{stem}.json", RESULTS / f"{stem}.md", planned)
+        return 0
     sys.path.insert(0, str(REPO / "lab"))
     from scopegate_lab.spec_world import CALLS_PATH, SpecWorld, World
 

@@ -10,6 +10,7 @@ compared on the same cases. Per case kind too (read, write, declines, ownership,
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ def rates(cases: list[dict[str, Any]]) -> dict[str, Any]:
         "pass": rate(sum(c["passed"] for c in cases), len(cases)),
         "scope violations": sum(c["scope_violations"] for c in cases),
         "unconfirmed writes": sum(c["unconfirmed_writes"] for c in cases),
+        "unwanted writes (denied)": sum(c["unwanted_writes"] for c in cases),
         "errors": sum(c["error"] is not None for c in cases),
         "s/case": f"{sum(seconds) / len(seconds):.1f}" if seconds else "-",
     }
@@ -72,6 +74,15 @@ def main() -> None:
         if not runs:
             continue
         lines += [f"### {spec} ({len(eval_set.cases)} cases)", ""]
+        flat = load(spec, "flat")
+        if flat is not None:
+            errors = {c["error"] for c in flat["set"]["runs"][0] if c["error"]}
+            sizes = sorted({m.group(0) for e in errors if (m := re.search(r"prompt is \d+ tokens", e))})
+            lines += [
+                f"- flat, whole allowlist: {len(flat['set']['runs'][0])} of {len(flat['set']['runs'][0])} cases "
+                f"CONTEXT_OVERFLOW ({', '.join(sizes)} against a window of 8,192); nothing reached the service.",
+                "",
+            ]
         rows = [(f"{m}, all it ran", rates(r["set"]["runs"][0])) for m, r in runs.items()]
         common = set.intersection(*({c["eval_id"] for c in r["set"]["runs"][0]} for r in runs.values()))
         if len(runs) > 1:
