@@ -22,6 +22,23 @@ extension of each case (``EvalCase`` allows extra fields):
     }
 
 Turns without an ``expect`` list must call no tool (a correct decline).
+
+A set run with ``--config`` may also say, at the top level of its ``scopegate`` extension, how
+the harness checks scope and which token scopes a case's caller holds:
+
+.. code-block:: json
+
+    "scopegate": {
+      "agent": "config",
+      "scope_check": {"state_key": "user_id", "foreign": {"cus_alice": ["cus_bob", "inv_2001"]}},
+      "granted_scopes_state": "granted_scopes"
+    }
+
+``scope_check``: the ids (any text) of other tenants' objects; one found in the data a tool
+returned to a case whose ``state[state_key]`` is listed is a scope violation (checked in the
+response, never by trusting the model). ``granted_scopes_state``: the session-state key holding
+the scopes the case's caller was granted, applied with the config's ``auth.scopes`` as a verified
+token's would be.
 """
 
 from __future__ import annotations
@@ -99,6 +116,20 @@ class CaseSpec(_Strict):
     ci: bool = False  # part of the CI subset
 
 
+class ScopeCheck(_Strict):
+    """Other tenants' object ids, per value of ``state[state_key]``: none may reach the model."""
+
+    state_key: str
+    foreign: dict[str, tuple[str, ...]]
+
+    def violations(self, state: Mapping[str, Any], data: Any) -> list[str]:
+        markers = self.foreign.get(str(state.get(self.state_key)), ())
+        if not markers or data is None:
+            return []
+        text = json.dumps(data, default=str, ensure_ascii=False)
+        return [m for m in markers if m in text]
+
+
 class EvalCase(BaseModel):
     """One case: the user's messages and session state, and what scopegate scores."""
 
@@ -126,6 +157,8 @@ class EvalSet(BaseModel):
     cases: tuple[EvalCase, ...]
     source: Path | None = None
     instruction: str | None = None  # the eval agent's instruction over a config's tools (scopegate.instruction)
+    scope_check: ScopeCheck | None = None  # other tenants' ids that must never reach the model (--config runs)
+    granted_scopes_state: str | None = None  # session-state key of the caller's granted token scopes
 
     def select(self, *, ci_only: bool = False, kinds: Sequence[str] = (), ids: Sequence[str] = ()) -> EvalSet:
         cases = [
@@ -156,6 +189,13 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
     instruction = extension.get("instruction")
     if instruction is not None and not isinstance(instruction, str):
         raise ConfigError(f"{where}: top-level scopegate.instruction must be a string")
+    try:
+        scope_check = ScopeCheck.model_validate(extension["scope_check"]) if "scope_check" in extension else None
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: top-level scopegate.scope_check: {exc.errors()[0]['msg']}") from exc
+    granted = extension.get("granted_scopes_state")
+    if granted is not None and not isinstance(granted, str):
+        raise ConfigError(f"{where}: top-level scopegate.granted_scopes_state must name a session-state key")
     cases = []
     for raw in data["eval_cases"]:
         eval_id = raw.get("eval_id", "?")
@@ -184,6 +224,8 @@ def parse_eval_set(data: Mapping[str, Any], source: Path | None = None) -> EvalS
         cases=tuple(cases),
         source=source,
         instruction=instruction,
+        scope_check=scope_check,
+        granted_scopes_state=granted,
     )
 
 

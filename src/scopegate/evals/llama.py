@@ -24,6 +24,19 @@ class LlamaError(ScopegateError):
     """The local model could not be loaded or did not answer."""
 
 
+class ContextOverflowError(LlamaError):
+    """The prompt (instruction, tool declarations, conversation) is larger than the model's context window."""
+
+    def __init__(self, prompt_tokens: int, n_ctx: int) -> None:
+        self.prompt_tokens = prompt_tokens
+        self.n_ctx = n_ctx
+        super().__init__(
+            f"CONTEXT_OVERFLOW: the prompt is {prompt_tokens} tokens (instruction, tool declarations and "
+            f"conversation) and the model's context window {n_ctx}; declare fewer tools (an OpenAPI catalog "
+            "declares three) or use a model with a larger window"
+        )
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     """Deterministic defaults: greedy decoding, a fixed seed, one slot, two threads."""
@@ -143,7 +156,10 @@ def _completion(raw: Any, seconds: float) -> Completion:
     if not isinstance(raw, dict):
         raise LlamaError(f"unexpected answer from llama.cpp: {type(raw).__name__}")
     if "error" in raw:
-        raise LlamaError(f"llama.cpp: {raw['error']}")
+        error = raw["error"]
+        if isinstance(error, dict) and error.get("type") == "exceed_context_size_error":
+            raise ContextOverflowError(int(error.get("n_prompt_tokens") or 0), int(error.get("n_ctx") or 0))
+        raise LlamaError(f"llama.cpp: {error}")
     try:
         choice = raw["choices"][0]
         text = choice["message"].get("content") or ""

@@ -87,7 +87,9 @@ async def run_eval(
             runs.append(await _each_case(eval_set, model, r, progress, lambda m, c: run_case_agent(agent, m, c)))
     else:
         world_cm: Any = (
-            config_world(config, eval_set.instruction) if config is not None else open_world(eval_set.agent, variant)
+            config_world(config, eval_set.instruction, eval_set)
+            if config is not None
+            else open_world(eval_set.agent, variant)
         )
         async with world_cm as world:
 

@@ -5,7 +5,12 @@
   real server, see :mod:`scopegate.evals.mcp_runner`). Scope comes from each case's session state
   under the config's own state keys. A returned search hit is checked against the engine with the
   case's scope (a hit the scope cannot fetch is a scope violation); writes that reach a service
-  are counted from the state-changing tools' ``ok`` answers.
+  are counted from the state-changing tools' ``ok`` answers. Operations behind an OpenAPI catalog
+  (``mode: catalog``) count as tools of the config: a case names the operation, and the runner
+  scores ``call_operation(name, arguments)`` as that operation. An eval set may list other
+  tenants' ids (``scope_check``: one in a tool's returned data is a scope violation) and the
+  session-state key of the caller's granted token scopes (``granted_scopes_state``), applied with
+  the config's ``auth.scopes``.
 - :class:`AgentTarget`: a team's own ``LlmAgent`` (or any ``BaseAgent``) or ``App``, imported from
   ``package.module:attr`` and run by ADK's runner with the session state the case gives; ``--model``
   replaces the model of every ``LlmAgent`` in its tree. Its tools are the team's: scope and writes are
@@ -26,6 +31,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 
 from scopegate.errors import ConfigError
+from scopegate.evals.evalset import ScopeCheck
 from scopegate.evals.worlds import EVAL_SCOPE, Observation
 
 CONFIG_INSTRUCTION = (
@@ -45,6 +51,8 @@ class ConfigWorld:
     name: str = "config"
     app_name: str = "scopegate_eval_config"
     observation: Observation = field(default_factory=Observation)
+    scope_check: ScopeCheck | None = None
+    granted_scopes_state: str | None = None
 
     def tool_names(self) -> list[str]:
         return list(self.app.names())
@@ -52,21 +60,30 @@ class ConfigWorld:
     def adk_tools(self) -> list[BaseTool | BaseToolset]:
         from scopegate.adapters.adk import ScopegateToolset
 
-        return [ScopegateToolset(self.app.tools, scope_policy=EVAL_SCOPE)]
+        granted = _granted_from_state(self.granted_scopes_state) if self.granted_scopes_state else None
+        return [ScopegateToolset(_AppTools(self.app), scope_policy=EVAL_SCOPE, granted_scopes=granted)]
 
     def begin_case(self) -> None:
         self.observation = Observation()
 
     def _tool(self, name: str) -> Any:
-        return next((t for t in self.app.raw_tools if t.name == name), None)
+        found = next((t for t in self.app.raw_tools if t.name == name), None)
+        return found if found is not None else catalog_operations(self.app.raw_tools).get(name)
 
     def check_response(self, tool: str, response: Mapping[str, Any], state: Mapping[str, Any]) -> int:
+        """Counts a write that reached its service; returns the other tenants' ids in the returned data."""
         found = self._tool(tool)
         if found is None or response.get("status") != "ok":
             return 0
         if getattr(found, "requires_confirmation", False):
             self.observation.writes_sent += 1
-        return 0
+        if self.scope_check is None:
+            return 0
+        foreign = self.scope_check.violations(state, response.get("untrusted", response.get("results")))
+        if foreign:
+            self.observation.scope_violations += len(foreign)
+            self.observation.notes.append(f"{tool} returned other tenants' ids: {foreign[:5]}")
+        return len(foreign)
 
     async def check_scope(self, tool: str, response: Mapping[str, Any], state: Mapping[str, Any]) -> int:
         """Hits of a search or fetch that the case's own scope cannot fetch again (checked in the engine)."""
@@ -92,6 +109,33 @@ class ConfigWorld:
         return self.observation
 
 
+class _AppTools(list[Any]):
+    """An app's tools as a plain list (a toolset closes its sources; the app outlives each case's runner),
+    carrying the app's ``identity`` so ``granted_scopes`` applies its ``auth.scopes``."""
+
+    def __init__(self, app: Any) -> None:
+        super().__init__(app.tools)
+        self.identity = app.identity
+
+
+def _granted_from_state(key: str) -> Any:
+    def granted(tool_context: Any) -> list[str]:
+        value = tool_context.state.get(key)
+        return [str(v) for v in value] if isinstance(value, list | tuple) else []
+
+    return granted
+
+
+def catalog_operations(tools: Sequence[Any]) -> dict[str, Any]:
+    """The operations behind the OpenAPI catalogs among ``tools``, by name (empty without a catalog)."""
+    out: dict[str, Any] = {}
+    for tool in tools:
+        catalog = getattr(tool, "catalog", None)
+        for name, entry in (getattr(catalog, "by_name", None) or {}).items():
+            out.setdefault(name, entry.tool)
+    return out
+
+
 def load_config_file(path: str | Path) -> Any:
     from scopegate.config import load_config
 
@@ -102,23 +146,33 @@ def load_config_file(path: str | Path) -> Any:
 
 
 async def config_tool_names(path: str | Path) -> list[str]:
-    """The tool names a config serves, without opening anything (embedded indexes in memory)."""
+    """The tool names a config serves, and the operations behind its catalogs, without opening anything
+    (embedded indexes in memory)."""
     from scopegate.config import build_app
 
     app = await build_app(load_config_file(path), offline=True, guard=None)
     try:
-        return list(app.names())
+        return list(app.names()) + [n for n in catalog_operations(app.raw_tools) if n not in app.names()]
     finally:
         await app.aclose()
 
 
 @contextlib.asynccontextmanager
-async def config_world(path: str | Path, instruction: str | None = None) -> AsyncIterator[ConfigWorld]:
+async def config_world(
+    path: str | Path, instruction: str | None = None, eval_set: Any = None
+) -> AsyncIterator[ConfigWorld]:
+    """The config's app, for every case of ``eval_set`` (whose scope check and granted-scopes key apply)."""
     from scopegate.config import build_app
 
     app = await build_app(load_config_file(path))
     try:
-        yield ConfigWorld(app, Path(path), instruction or CONFIG_INSTRUCTION)
+        yield ConfigWorld(
+            app,
+            Path(path),
+            instruction or CONFIG_INSTRUCTION,
+            scope_check=getattr(eval_set, "scope_check", None),
+            granted_scopes_state=getattr(eval_set, "granted_scopes_state", None),
+        )
     finally:
         await app.aclose()
 

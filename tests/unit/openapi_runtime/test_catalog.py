@@ -22,7 +22,7 @@ from scopegate.examples.orders import SPEC_PATH
 from scopegate.examples.orders.data import ALICE
 from scopegate.identity.scopes import ToolScopes
 from scopegate.openapi.errors import MissingOperationsError
-from scopegate.openapi.runtime import OperationToolset
+from scopegate.openapi.runtime import OperationToolset, ToolsetSettings
 from scopegate.openapi.runtime.catalog import OperationCatalog
 from scopegate.openapi.runtime.catalog_index import CatalogIndex, IndexedOperation, words
 
@@ -101,11 +101,33 @@ async def test_find_returns_name_summary_and_whether_it_changes_state(catalog: O
 async def test_find_by_tag_and_bad_arguments(catalog: OperationCatalog) -> None:
     tagged = await run(catalog.find, {"query": "order profile summary", "tag": "customers"})
     assert [o["name"] for o in tagged["operations"]] == ["getMe"]
+    upper = await run(catalog.find, {"query": "order profile summary", "tag": "CUSTOMERS"})
+    assert [o["name"] for o in upper["operations"]] == ["getMe"]  # a tag matches case-insensitively
     bad = await run(catalog.find, {"query": "x", "tag": "nope"})
     assert bad["error_code"] == "BAD_ARGUMENTS" and "customers" in bad["allowed"]
     for args in ({}, {"query": " "}, {"query": 3}, {"query": "x" * 301}, {"query": "x", "page": 2}):
         assert (await run(catalog.find, args))["error_code"] == "BAD_ARGUMENTS"
     assert catalog.find.parameters_schema()["properties"]["tag"]["enum"] == ["customers", "orders", "reports"]
+
+
+async def test_an_untagged_catalog_declares_no_tag_parameter() -> None:
+    # Chargebee's spec has no tags: a 0.5B model put a subscription id in `tag` and got "unknown tag".
+    spec = {
+        "openapi": "3.0.3",
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/things/{id}": {"get": {"operationId": "getThing", "summary": "Get a thing",
+                                           "parameters": [{"name": "id", "in": "path", "required": True,
+                                                           "schema": {"type": "string"}}],
+                                           "responses": {"200": {"description": "ok"}}}}},
+    }  # fmt: skip
+    toolset = OperationToolset(ToolsetSettings(spec=spec, allow=("getThing",), base_url=BASE_URL))
+    try:
+        catalog = OperationCatalog.of(list(toolset.tools))
+        schema = catalog.find.parameters_schema()
+        assert list(schema["properties"]) == ["query"]
+        assert [o["name"] for o in (await run(catalog.find, {"query": "thing"}))["operations"]] == ["getThing"]
+    finally:
+        await toolset.aclose()
 
 
 async def test_operations_outside_the_allowlist_are_not_in_the_catalog(catalog: OperationCatalog) -> None:

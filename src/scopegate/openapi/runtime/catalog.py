@@ -185,20 +185,17 @@ class FindOperations(_CatalogTool):
         }
         if 0 < len(self.catalog.tags) <= MAX_TAGS_IN_SCHEMA:
             tag["enum"] = list(self.catalog.tags)
-        return {
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_QUERY_CHARS,
-                    "description": "What the operation should do, in plain words (e.g. 'refund a charge').",
-                },
-                "tag": tag,
-            },
-            "required": ["query"],
-            "additionalProperties": False,
+        properties: dict[str, Any] = {
+            "query": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_QUERY_CHARS,
+                "description": "What the operation should do, in plain words (e.g. 'refund a charge').",
+            }
         }
+        if self.catalog.tags:  # an untagged spec: a tag parameter only invites a model to put an id there
+            properties["tag"] = tag
+        return {"type": "object", "properties": properties, "required": ["query"], "additionalProperties": False}
 
     def describe(self, args: Mapping[str, Any]) -> LogFields:
         query = args.get("query") if isinstance(args, Mapping) else None
@@ -216,9 +213,12 @@ class FindOperations(_CatalogTool):
         if not isinstance(query, str) or not query.strip() or len(query) > MAX_QUERY_CHARS:
             msg = f"query must be a non-empty string of at most {MAX_QUERY_CHARS} characters"
             return ToolOutcome(tool_error(BAD_ARGUMENTS, msg), fields)
-        if tag is not None and (not isinstance(tag, str) or tag not in self.catalog.tags):
-            shown = list(self.catalog.tags)[:MAX_TAGS_IN_SCHEMA]
-            return ToolOutcome(tool_error(BAD_ARGUMENTS, "unknown tag", allowed=shown), fields)
+        if tag is not None:  # a model writes "zone" for the spec's "Zone": tags match case-insensitively
+            by_lower = {t.casefold(): t for t in self.catalog.tags}
+            tag = by_lower.get(tag.casefold()) if isinstance(tag, str) else None
+            if tag is None:
+                shown = list(self.catalog.tags)[:MAX_TAGS_IN_SCHEMA]
+                return ToolOutcome(tool_error(BAD_ARGUMENTS, "unknown tag", allowed=shown), fields)
         among = [
             i
             for i, e in enumerate(self.catalog.entries)
