@@ -419,7 +419,8 @@ class OpenAPIConfig:
     include: tuple[NonEmpty, ...] = Field(
         default=(),
         description="Rules selecting read operations too: 'tag:refunds', 'GET /v1/charges/**', 'GET,HEAD /users/*'; "
-        "'*' is every read operation. Never selects POST, PUT, PATCH or DELETE.",
+        "'*' is every read operation; a tag with spaces is quoted: 'tag:\"DNS Records\"'. "
+        "Never selects POST, PUT, PATCH or DELETE.",
     )
     exclude: tuple[NonEmpty, ...] = Field(default=(), description="Rules removing operations the rules selected.")
     include_deprecated: Flag = False

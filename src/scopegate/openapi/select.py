@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -56,11 +57,15 @@ class Rule:
 
     @classmethod
     def parse(cls, text: str) -> Rule:
-        """Parse ``"GET,POST /repos/**"``, ``"/users/*"``, ``"tag:issues"``, ``"GET tag:a,b"``."""
+        """Parse ``"GET,POST /repos/**"``, ``"/users/*"``, ``"tag:issues"``, ``"GET tag:a,b"``; a tag with
+        spaces is quoted: ``'tag:"DNS Records for a Zone"'``."""
         methods: set[str] = set()
         tags: set[str] = set()
         path: str | None = None
-        words = text.split()
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:  # an unbalanced quote
+            raise SelectionError(f"rule {text!r}: {exc}") from None
         if not words:
             raise SelectionError("empty selection rule")
         for word in words:
@@ -94,7 +99,7 @@ class Rule:
         if self.path:
             parts.append(self.path)
         if self.tags:
-            parts.append("tag:" + ",".join(sorted(self.tags)))
+            parts.append(shlex.quote("tag:" + ",".join(sorted(self.tags))))
         return " ".join(parts) or "*"
 
 

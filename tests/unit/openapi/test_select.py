@@ -89,16 +89,26 @@ def test_ambiguous_operation_id() -> None:
         ("tag:a", "/x", "GET", ("c",), False),
         ("* /x.json", "/x.json", "GET", (), True),
         ("/x.json", "/xajson", "GET", (), False),
+        # Tags with spaces (every Cloudflare tag has them) are quoted, alone or with a method
+        ('tag:"DNS Records for a Zone"', "/x", "GET", ("DNS Records for a Zone",), True),
+        ("GET 'tag:DNS Records for a Zone,Zone'", "/x", "GET", ("Zone",), True),
+        ('tag:"DNS Records for a Zone"', "/x", "GET", ("DNS",), False),
     ],
 )
 def test_rule_matching(rule: str, path: str, method: str, tags: tuple[str, ...], expected: bool) -> None:
     assert Rule.parse(rule).matches(OperationInfo(method, path, None, tags)) is expected
 
 
-@pytest.mark.parametrize("bad", ["", "FETCH /x", "/a /b"])
+@pytest.mark.parametrize("bad", ["", "FETCH /x", "/a /b", 'tag:"DNS Records', "tag:DNS Records"])
 def test_bad_rules(bad: str) -> None:
     with pytest.raises(SelectionError):
         Rule.parse(bad)
+
+
+def test_a_quoted_tag_rule_prints_as_it_parses() -> None:
+    rule = Rule.parse('GET tag:"DNS Records for a Zone"')
+    assert rule.tags == frozenset({"DNS Records for a Zone"})
+    assert Rule.parse(str(rule)) == rule
 
 
 def test_normalise_label() -> None:
