@@ -13,8 +13,10 @@ import ipaddress
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -227,3 +229,15 @@ def make_pki(folder: Path, passphrase: str) -> Pki:
     server = ca.issue(folder, "node", server=True)
     intruder = stranger.issue(folder, "intruder", server=False)
     return Pki(ca.cert_file, stranger.cert_file, server, client, intruder, encrypted, passphrase)
+
+
+@contextlib.contextmanager
+def relay_in_front(pki: Pki, node_url: str) -> Iterator[TlsRelay]:
+    """A relay that requires ``pki``'s client certificate, forwarding to the node at ``node_url``."""
+    node = urlsplit(node_url)
+    assert node.hostname is not None and node.port is not None
+    front = TlsRelay((node.hostname, node.port), *pki.server, client_ca=pki.ca)
+    try:
+        yield front
+    finally:
+        front.close()

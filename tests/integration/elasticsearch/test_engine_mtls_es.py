@@ -11,13 +11,12 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import existing_index_checks as checks
 import pytest
 import team_index
 from elasticsearch_helpers import server_major
-from tls_relay import Pki, TlsRelay, make_pki
+from tls_relay import Pki, TlsRelay, make_pki, relay_in_front
 
 from scopegate.config.builder import load_config
 from scopegate.tools import CallContext
@@ -48,13 +47,8 @@ async def team(es_url: str) -> AsyncIterator[team_index.TeamIndex]:
 
 @pytest.fixture
 def relay(pki: Pki, es_url: str) -> Iterator[TlsRelay]:
-    node = urlsplit(es_url)
-    assert node.hostname is not None and node.port is not None
-    front = TlsRelay((node.hostname, node.port), *pki.server, client_ca=pki.ca)
-    try:
+    with relay_in_front(pki, es_url) as front:
         yield front
-    finally:
-        front.close()
 
 
 async def search(folder: Path, team: team_index.TeamIndex, relay: TlsRelay, **tls: str) -> dict[str, Any]:

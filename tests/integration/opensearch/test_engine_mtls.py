@@ -14,12 +14,11 @@ import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import existing_index_checks as checks
 import pytest
 import team_index
-from tls_relay import Pki, TlsRelay, make_pki
+from tls_relay import Pki, TlsRelay, make_pki, relay_in_front
 
 from scopegate.config.builder import load_config
 from scopegate.errors import ConfigError
@@ -47,13 +46,8 @@ async def team(opensearch_url: str) -> AsyncIterator[team_index.TeamIndex]:
 
 @pytest.fixture
 def relay(pki: Pki, opensearch_url: str) -> Iterator[TlsRelay]:
-    node = urlsplit(opensearch_url)
-    assert node.hostname is not None and node.port is not None
-    front = TlsRelay((node.hostname, node.port), *pki.server, client_ca=pki.ca)
-    try:
+    with relay_in_front(pki, opensearch_url) as front:
         yield front
-    finally:
-        front.close()
 
 
 @pytest.fixture(autouse=True)
